@@ -1,0 +1,96 @@
+"""The ``tri`` command. Each command parses options, calls one library function, and turns
+:class:`~tri.errors.TriError` into a one-line message and an exit status."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from tri.errors import TriError
+
+PARAMS_OPTION = click.option(
+    "--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="params.yaml to read (default: ./params.yaml if present, else the embedded defaults).")
+
+
+class _Group(click.Group):
+    """A group that reports user errors as ``error: ...`` lines instead of tracebacks."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except TriError as exc:
+            for line in str(exc).splitlines():
+                click.echo(f"error: {line}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tri")
+def main() -> None:
+    """tri: AlphaZero training for the triangle puzzle and classic board games."""
+
+
+@main.command("params")
+@PARAMS_OPTION
+def params_cmd(params_path: Path | None) -> None:
+    """Validate params.yaml and print the effective parameters as YAML."""
+    from tri.config import dump_params, load_params
+
+    click.echo(dump_params(load_params(params_path)), nl=False)
+
+
+@main.group(cls=_Group)
+def play() -> None:
+    """Play a game yourself in the terminal."""
+
+
+@play.command("triangle")
+@click.option("--seed", type=int, default=None, help="Seed of the shape draws (default: random).")
+@PARAMS_OPTION
+def play_triangle(seed: int | None, params_path: Path | None) -> None:
+    """Play the triangle puzzle: type moves as `slot row col`.
+
+    Reads moves line by line from standard input when it is not a terminal, so a game can be
+    scripted: `printf '0 3 4\\n1 4 6\\n' | tri play triangle --seed 1`.
+    """
+    import random
+
+    from tri.config import load_params
+    from tri.games.triangle import TriangleGame
+    from tri.play import play_triangle as run
+
+    params = load_params(params_path)
+    game = TriangleGame(params.game.triangle)
+    seed = random.SystemRandom().randrange(2**31) if seed is None else seed
+    run(game, seed, sys.stdin.readline, interactive=sys.stdin.isatty())
+
+
+@main.group(cls=_Group)
+def bench() -> None:
+    """Measure speed; every figure is a median over repeats."""
+
+
+@bench.command("engine")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--repeats", type=click.IntRange(1), default=5, show_default=True,
+              help="Timed repeats per figure (the median is reported).")
+@click.option("--seconds", type=click.FloatRange(0.01), default=0.5, show_default=True,
+              help="Length of one timed repeat.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of games and moves.")
+@PARAMS_OPTION
+def bench_engine(as_json: bool, repeats: int, seconds: float, seed: int, params_path: Path | None) -> None:
+    """Random-play speed of the triangle engine (scalar and batched), legal-mask and copy costs,
+    beside trianglengin 2.0.7 when it is importable."""
+    from tri.bench.engine import print_report, run
+    from tri.config import load_params
+
+    params = load_params(params_path)
+    report = run(params.game.triangle, repeats=repeats, seconds=seconds, seed=seed)
+    print_report(report, as_json=as_json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""The game protocol: what search, self-play, training and arena need from a game.
+
+Vocabulary (used with these meanings everywhere in tri):
+
+- **game**: an object that knows the rules of one configured game. It holds only tables derived
+  from its config; it never holds positions.
+- **state**: one position, *seen from the side to move* (the only player, in a single-player
+  game). A state is a row of ``uint64`` words whose layout the game owns; a **batch** of ``B``
+  states is an array ``[B, L]``. Copying, gathering and storing states is plain array work.
+- **action**: an integer in ``[0, A)``; each game documents how it maps to a move.
+- **legal**: ``legal(states) -> [B, A] bool``, the actions allowed in each state.
+- **step**: ``step(states, actions) -> Transition``: the next states, the **reward** received by
+  the player who acted, and whether the game is now **terminal**. Stepping a terminal state
+  leaves it unchanged with reward 0; an illegal action ends the game with the game's penalty.
+- **chance**: a stochastic game (the triangle puzzle's shape draws) keeps each state's chance
+  stream inside the state. ``reseed`` replaces that stream, so a search can plan with draws of its
+  own and never see the real game's future.
+- **outcome** (two-player zero-sum games): the reward of the final move, +1 for a win, 0 for a
+  draw, from the view of the player who made it; the side to move then alternates, so the
+  value of a state for the side to move is the negation of the previous mover's.
+- **encode**: ``encode(states) -> [B, C, H, W] float32``, the network's input.
+- **symmetry**: a permutation of board cells and of actions that maps positions to positions of
+  equal value (used for augmentation); a game may have none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numba as nb
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Transition:
+    """Result of ``Game.step`` on a batch: ``states [B, L] uint64``, ``reward [B] float64``,
+    ``terminal [B] bool``."""
+
+    states: np.ndarray
+    reward: np.ndarray
+    terminal: np.ndarray
+
+
+@dataclass(frozen=True)
+class Symmetry:
+    """A symmetry of the board: ``cells [H*W]`` gives, for each cell of the transformed board,
+    the cell of the original it comes from; ``actions [A]`` likewise for actions."""
+
+    name: str
+    cells: np.ndarray
+    actions: np.ndarray
+
+    def apply_planes(self, planes: np.ndarray) -> np.ndarray:
+        """``[..., H, W] -> [..., H, W]``."""
+        shape = planes.shape
+        flat = planes.reshape(*shape[:-2], shape[-2] * shape[-1])
+        return flat[..., self.cells].reshape(shape)
+
+    def apply_policy(self, policy: np.ndarray) -> np.ndarray:
+        """``[..., A] -> [..., A]``."""
+        return policy[..., self.actions]
+
+
+@runtime_checkable
+class Game(Protocol):
+    """A batched game. Every method takes and returns whole batches (leading dimension ``B``)."""
+
+    name: str
+    num_players: int  # 1 or 2
+    num_actions: int  # A
+    state_size: int  # L, words per state
+    obs_shape: tuple[int, int, int]  # (C, H, W) of encode()
+    stochastic: bool
+
+    def initial(self, seeds: np.ndarray) -> np.ndarray:
+        """``seeds [B] int64 -> states [B, L]``: new games (a stochastic game's first draws come
+        from its seed)."""
+        ...
+
+    def legal(self, states: np.ndarray) -> np.ndarray:
+        """``[B, L] -> [B, A] bool``."""
+        ...
+
+    def step(self, states: np.ndarray, actions: np.ndarray) -> Transition:
+        """``[B, L], [B] int -> Transition``; the input states are not modified."""
+        ...
+
+    def terminal(self, states: np.ndarray) -> np.ndarray:
+        """``[B, L] -> [B] bool``."""
+        ...
+
+    def encode(self, states: np.ndarray) -> np.ndarray:
+        """``[B, L] -> [B, C, H, W] float32``."""
+        ...
+
+    def reseed(self, states: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """Copy of ``states`` whose chance streams come from ``seeds [B]`` (deterministic games
+        return the states unchanged)."""
+        ...
+
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        """The game's symmetries, identity excluded; possibly none."""
+        ...
+
+
+@nb.njit(cache=True)
+def _sample_legal(mask, u, out):
+    for b in range(mask.shape[0]):
+        count = 0
+        for a in range(mask.shape[1]):
+            count += mask[b, a]
+        out[b] = -1
+        if count == 0:
+            continue
+        pick = min(int(u[b] * count), count - 1)
+        for a in range(mask.shape[1]):
+            if mask[b, a]:
+                if pick == 0:
+                    out[b] = a
+                    break
+                pick -= 1
+
+
+def sample_legal(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random legal action per row of ``mask [B, A]``; -1 where none is legal."""
+    out = np.empty(mask.shape[0], dtype=np.int64)
+    _sample_legal(mask, rng.random(mask.shape[0]), out)
+    return out

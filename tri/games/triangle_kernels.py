@@ -1,0 +1,325 @@
+"""Compiled kernels of the triangle puzzle (numba), over packed states.
+
+A state is one row of ``uint64`` (``L = W + 2 + S`` words, ``W`` board words, ``S`` slots)::
+
+    [0, W)        occupancy bitboard (bit r*cols + c)
+    W             the state's own chance stream (splitmix64 counter) that draws refills
+    W + 1         flags: bit 0 = game over
+    W + 2 + s     slot s: shape id + 1, or 0 when empty
+
+so copying a state copies ``L`` integers and a batch is one ``[B, L]`` array. Every kernel reads the
+shared tables ``tab`` (built once per config by ``triangle.TriangleGame``)::
+
+    tab = (playable [W] u64, anchors [K, W] u64, offsets [K, T] i32, sizes [K] i32,
+           masks [K, n, W] u64, cell_lines [n, 3] i32, line_words [L, W] u64,
+           template_ids [N] i32, images [K, rows, cols] f32, rewards [4] f64 (placed, cleared,
+           alive, illegal), const_planes [2, rows, cols] f32 (playable, up),
+           place_lines [K, n, M] i32 (the distinct lines through each placement, -1 padded))
+
+The batch kernels are the single implementation of the rules: the scalar API calls them with
+``B = 1``, so the two cannot drift apart. Each kernel unpacks ``tab`` once and writes its
+per-state work inline in the loop over ``B``; helpers take ``(states, b)`` and scalars. (A call
+per state to a large function taking many arrays costs numba a reference-count update per array
+per call, which was slower than the rules themselves.)
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+_ONE = np.uint64(1)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+
+
+def _debruijn_table() -> np.ndarray:
+    table = np.zeros(64, dtype=np.int64)
+    for i in range(64):
+        table[((1 << i) * int(_DEBRUIJN) & (2**64 - 1)) >> 58] = i
+    return table
+
+
+_BIT_INDEX = _debruijn_table()
+GAME_OVER = 1
+
+
+@nb.njit(cache=True)
+def _mix(z):
+    """splitmix64's output function: a bijective 64-bit hash."""
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@nb.njit(cache=True)
+def seed_stream(seed):
+    """The chance-stream word for an integer seed (hashed, so nearby seeds are unrelated)."""
+    return _mix(np.uint64(seed) + _GOLDEN)
+
+
+@nb.njit(cache=True)
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@nb.njit(cache=True)
+def _empty_word(states, b, playable, j):
+    if j < 0 or j >= playable.shape[0]:
+        return np.uint64(0)
+    return playable[j] & ~states[b, j]
+
+
+@nb.njit(cache=True)
+def _fit(states, b, k, i, playable, anchors, offsets, sizes):
+    """Word ``i`` of the bitboard of anchors where shape ``k`` fits in state ``b`` now: the
+    shape's geometric anchors AND, for each of its triangles, the empty cells shifted by that
+    triangle's offset (so bit ``a`` says whether cell ``a + offset`` is empty)."""
+    w = anchors[k, i]
+    for t in range(sizes[k]):
+        if w == 0:
+            break
+        off = offsets[k, t]
+        if off >= 0:
+            q, r = off >> 6, off & 63
+            e = _empty_word(states, b, playable, i + q) >> np.uint64(r)
+            if r:
+                e |= _empty_word(states, b, playable, i + q + 1) << np.uint64(64 - r)
+        else:
+            q, r = (-off) >> 6, (-off) & 63
+            e = _empty_word(states, b, playable, i - q) << np.uint64(r)
+            if r:
+                e |= _empty_word(states, b, playable, i - q - 1) >> np.uint64(64 - r)
+        w &= e
+    return w
+
+
+@nb.njit(cache=True)
+def _any_legal(states, b, playable, anchors, offsets, sizes):
+    """Whether any slot's shape fits anywhere in state ``b`` (ignores the game-over flag)."""
+    W = playable.shape[0]
+    for s in range(states.shape[1] - W - 2):
+        k = np.int64(states[b, W + 2 + s]) - 1
+        if k >= 0:
+            for i in range(W):
+                if _fit(states, b, k, i, playable, anchors, offsets, sizes) != 0:
+                    return True
+    return False
+
+
+@nb.njit(cache=True)
+def _bit_index(low):
+    """Index of the single set bit of ``low``."""
+    return _BIT_INDEX[(low * _DEBRUIJN) >> np.uint64(58)]
+
+
+@nb.njit(cache=True)
+def _draw(states, b, W, templates):
+    """Fill every slot of state ``b`` with a template drawn uniformly from its own stream."""
+    size = np.uint64(templates.shape[0])
+    for s in range(states.shape[1] - W - 2):
+        states[b, W] += _GOLDEN
+        u = _mix(states[b, W])
+        states[b, W + 2 + s] = np.uint64(templates[((u >> np.uint64(32)) * size) >> np.uint64(32)] + 1)
+
+
+@nb.njit(cache=True)
+def initial_batch(seeds, tab, out):
+    """``out[B, L]`` (zeroed) <- new games; slots drawn from each game's stream ``seeds[B]``."""
+    playable, anchors, offsets, sizes, templates = tab[0], tab[1], tab[2], tab[3], tab[7]
+    W = playable.shape[0]
+    for b in range(seeds.shape[0]):
+        out[b, W] = seed_stream(seeds[b])
+        _draw(out, b, W, templates)
+        if not _any_legal(out, b, playable, anchors, offsets, sizes):
+            out[b, W + 1] |= np.uint64(GAME_OVER)
+
+
+@nb.njit(cache=True)
+def legal_batch(states, tab, mask):
+    """``mask[B, A]`` (zeroed) <- legal actions of ``states[B, L]``; returns the total count."""
+    playable, anchors, offsets, sizes, n = tab[0], tab[1], tab[2], tab[3], tab[4].shape[1]
+    W = playable.shape[0]
+    total = 0
+    for b in range(states.shape[0]):
+        if states[b, W + 1] & GAME_OVER:
+            continue
+        for s in range(states.shape[1] - W - 2):
+            k = np.int64(states[b, W + 2 + s]) - 1
+            if k < 0:
+                continue
+            for i in range(W):
+                w = _fit(states, b, k, i, playable, anchors, offsets, sizes)
+                while w:
+                    low = w & (~w + _ONE)
+                    mask[b, s * n + i * 64 + _bit_index(low)] = True
+                    total += 1
+                    w ^= low
+    return total
+
+
+@nb.njit(cache=True)
+def legal_indices(states, tab, out):
+    """Legal actions of ``states[0]``, increasing, into ``out[A]``; returns the count."""
+    playable, anchors, offsets, sizes, n = tab[0], tab[1], tab[2], tab[3], tab[4].shape[1]
+    W = playable.shape[0]
+    count = 0
+    if states[0, W + 1] & GAME_OVER:
+        return 0
+    for s in range(states.shape[1] - W - 2):
+        k = np.int64(states[0, W + 2 + s]) - 1
+        if k < 0:
+            continue
+        for i in range(W):
+            w = _fit(states, 0, k, i, playable, anchors, offsets, sizes)
+            while w:
+                low = w & (~w + _ONE)
+                out[count] = s * n + i * 64 + _bit_index(low)
+                count += 1
+                w ^= low
+    return count
+
+
+@nb.njit(cache=True)
+def is_legal(states, s, a, tab):
+    """Whether placing slot ``s`` with its anchor at flat cell ``a`` is legal in ``states[0]``."""
+    anchors, masks = tab[1], tab[4]
+    W, n = anchors.shape[1], masks.shape[1]
+    if states[0, W + 1] & GAME_OVER or s < 0 or s >= states.shape[1] - W - 2 or a < 0 or a >= n:
+        return False
+    k = np.int64(states[0, W + 2 + s]) - 1
+    if k < 0 or not (anchors[k, a >> 6] >> np.uint64(a & 63)) & _ONE:
+        return False
+    for i in range(W):
+        if masks[k, a, i] & states[0, i]:
+            return False
+    return True
+
+
+@nb.njit(cache=True)
+def any_legal(states, tab):
+    """Whether ``states[0]`` has a legal action (ignoring its game-over flag)."""
+    return _any_legal(states, 0, tab[0], tab[1], tab[2], tab[3])
+
+
+@nb.njit(cache=True)
+def step_batch(states, actions, refills, tab, info):
+    """Play ``actions[B]`` on ``states[B, L]`` in place; ``info[B, 6]`` f64 <- (reward, cleared
+    triangles, lines cleared, placed triangles, game over, refilled).
+
+    ``refills[B, S]``: shape ids to put in the slots of a game whose placement empties them all
+    (-1 leaves a slot empty); a row starting with -2 draws from the state's own stream instead.
+    A terminal state is left unchanged with reward 0; an illegal action ends the game with the
+    ``illegal`` reward and leaves the board unchanged.
+    """
+    playable, anchors, offsets, sizes, masks = tab[0], tab[1], tab[2], tab[3], tab[4]
+    line_words, templates, rewards, place_lines = tab[6], tab[7], tab[9], tab[11]
+    W, n = playable.shape[0], masks.shape[1]
+    S = states.shape[1] - W - 2
+    full = np.zeros(W, dtype=np.uint64)
+    for b in range(states.shape[0]):
+        for j in range(6):
+            info[b, j] = 0.0
+        info[b, 4] = 1.0
+        if states[b, W + 1] & GAME_OVER:
+            continue
+        s, a = actions[b] // n, actions[b] % n
+        k = np.int64(states[b, W + 2 + s]) - 1 if 0 <= s < S and actions[b] >= 0 else -1
+        legal = k >= 0 and (anchors[k, a >> 6] >> np.uint64(a & 63)) & _ONE
+        for i in range(W):
+            if legal and masks[k, a, i] & states[b, i]:
+                legal = False
+        if not legal:
+            states[b, W + 1] |= np.uint64(GAME_OVER)
+            info[b, 0] = rewards[3]
+            continue
+        for i in range(W):
+            states[b, i] |= masks[k, a, i]
+            full[i] = 0
+        states[b, W + 2 + s] = 0
+        # Lines through the placed cells that are now full (distinct lines, precomputed).
+        lines = 0
+        for j in range(place_lines.shape[2]):
+            line = place_lines[k, a, j]
+            if line < 0:
+                break
+            complete = True
+            for i in range(W):
+                if (states[b, i] & line_words[line, i]) != line_words[line, i]:
+                    complete = False
+            if complete:
+                lines += 1
+                for i in range(W):
+                    full[i] |= line_words[line, i]
+        cleared = 0
+        for i in range(W):
+            cleared += _popcount(full[i])
+            states[b, i] &= ~full[i]
+        empty = True
+        for j in range(S):
+            if states[b, W + 2 + j] != 0:
+                empty = False
+        if empty:
+            info[b, 5] = 1.0
+            if refills[b, 0] == -2:
+                _draw(states, b, W, templates)
+            else:
+                for j in range(S):
+                    states[b, W + 2 + j] = np.uint64(refills[b, j] + 1)
+        over = not _any_legal(states, b, playable, anchors, offsets, sizes)
+        if over:
+            states[b, W + 1] |= np.uint64(GAME_OVER)
+        reward = sizes[k] * rewards[0] + cleared * rewards[1]
+        if not over:
+            reward += rewards[2]
+        info[b, 0], info[b, 1], info[b, 2], info[b, 3] = reward, cleared, lines, sizes[k]
+        info[b, 4] = 1.0 if over else 0.0
+
+
+@nb.njit(cache=True)
+def encode_batch(states, tab, out):
+    """``out[B, 3 + 2S, rows, cols]`` (zeroed) <- network input planes.
+
+    Planes: occupied, playable, up-orientation, the shape in each slot (drawn at a fixed place),
+    and for each slot the anchors where its shape fits now (its legal placements).
+    """
+    playable, anchors, offsets, sizes, images, const = tab[0], tab[1], tab[2], tab[3], tab[8], tab[10]
+    W, n, cols = playable.shape[0], tab[4].shape[1], out.shape[3]
+    S = states.shape[1] - W - 2
+    for b in range(states.shape[0]):
+        out[b, 1:3] = const
+        for i in range(W):
+            w = states[b, i]
+            while w:
+                low = w & (~w + _ONE)
+                cell = i * 64 + _bit_index(low)
+                out[b, 0, cell // cols, cell % cols] = 1.0
+                w ^= low
+        for s in range(S):
+            k = np.int64(states[b, W + 2 + s]) - 1
+            if k < 0:
+                continue
+            out[b, 3 + s] = images[k]
+            for i in range(W):
+                w = _fit(states, b, k, i, playable, anchors, offsets, sizes)
+                while w:
+                    low = w & (~w + _ONE)
+                    cell = i * 64 + _bit_index(low)
+                    out[b, 3 + S + s, cell // cols, cell % cols] = 1.0
+                    w ^= low
+
+
+@nb.njit(cache=True)
+def reseed_batch(states, seeds, W):
+    """Replace each state's chance stream: the search plans with draws of its own."""
+    for b in range(states.shape[0]):
+        states[b, W] = seed_stream(seeds[b])
