@@ -1,0 +1,1 @@
+"""Prefect flows: one generation, the continuous loop, deployments (see README)."""

@@ -1,0 +1,1 @@
+"""Benchmarks: each prints medians and the ratio against its named anchor."""
