@@ -68,6 +68,48 @@ def play_triangle(seed: int | None, params_path: Path | None) -> None:
     run(game, seed, sys.stdin.readline, interactive=sys.stdin.isatty())
 
 
+@main.command("init")
+@click.option("--game", "game_name", default=None, help="Game (default: params.yaml's game.name).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Checkpoint to write, e.g. models/gen-0000.pt.")
+@PARAMS_OPTION
+def init_cmd(game_name: str | None, out: Path, params_path: Path | None) -> None:
+    """Write a fresh generation-0 network (weights from net.seed)."""
+    from tri.config import load_params
+    from tri.games import make_game
+    from tri.net import Checkpoint, build_model, save_checkpoint
+
+    params = load_params(params_path)
+    if game_name is not None and game_name != params.game.name:
+        raise TriError(f"--game {game_name} but params.yaml selects game.name: {params.game.name}")
+    game = make_game(params.game)
+    model = build_model(game, params.net)
+    ckpt = Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"),
+                      net_params=params.net, generation=0, model=model,
+                      provenance={"created_by": "tri init"})
+    save_checkpoint(ckpt, out)
+    click.echo(f"wrote {out}: {game.name} network, generation 0, "
+               f"{sum(p.numel() for p in model.parameters()):,} parameters, model id {ckpt.model_id}")
+
+
+@main.command("selfplay")
+@click.option("--model", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Checkpoint that plays.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the shards, e.g. data/selfplay/gen-0000.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@PARAMS_OPTION
+def selfplay_cmd(model: Path, out: Path, progress: bool, params_path: Path | None) -> None:
+    """Play selfplay.games games with search and write Parquet shards."""
+    from tri.config import Runtime, load_params
+    from tri.selfplay import run
+
+    result = run(load_params(params_path), model, out, runtime=Runtime(), progress=progress)
+    click.echo(f"self-play: {result.games} games, {result.positions} positions in {result.seconds:.1f} s "
+               f"({result.positions_per_second:.1f} positions/s), mean score {result.mean_score:.2f}; "
+               f"{len(result.shards)} shards in {out}")
+
+
 @main.group(cls=_Group)
 def bench() -> None:
     """Measure speed; every figure is a median over repeats."""
@@ -90,6 +132,26 @@ def bench_engine(as_json: bool, repeats: int, seconds: float, seed: int, params_
     params = load_params(params_path)
     report = run(params.game.triangle, repeats=repeats, seconds=seconds, seed=seed)
     print_report(report, as_json=as_json)
+
+
+@bench.command("search")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--repeats", type=click.IntRange(1), default=5, show_default=True)
+@click.option("--moves", type=click.IntRange(1), default=8, show_default=True,
+              help="Self-play moves per game per repeat.")
+@click.option("--leaves", type=click.IntRange(1), default=16, show_default=True,
+              help="Leaves per network call for the single-game 2,048-simulation move.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@PARAMS_OPTION
+def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, seed: int,
+                 params_path: Path | None) -> None:
+    """Self-play simulations/s against network-only evaluations/s at the same batch, and one
+    2,048-simulation move."""
+    from tri.bench.search import print_report, run
+    from tri.config import load_params
+
+    print_report(run(load_params(params_path), repeats=repeats, moves=moves, leaves=leaves, seed=seed),
+                 as_json=as_json)
 
 
 if __name__ == "__main__":

@@ -33,11 +33,53 @@ class GameParams(BaseModel):
     triangle: TriangleConfig = TriangleConfig()
 
 
+class NetParams(BaseModel):
+    """``net``: the network's shape, and the seed of its initial weights."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    channels: int = Field(32, gt=0)
+    blocks: int = Field(4, ge=0)
+    policy_channels: int = Field(4, gt=0)
+    value_channels: int = Field(2, gt=0)
+    value_hidden: int = Field(64, gt=0)
+    support_max: int = Field(30, gt=0, description="single-player value support: 0..support_max in h-space")
+    support_eps: float = Field(0.001, ge=0)
+    seed: int = 0
+
+
+class MctsParams(BaseModel):
+    """``mcts``: the search."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    simulations: int = Field(64, gt=0, description="network evaluations per move")
+    c_puct: float = Field(1.25, gt=0)
+    discount: float = Field(0.99, gt=0, le=1, description="single-player return discount")
+    dirichlet_alpha: float = Field(0.1, gt=0)
+    dirichlet_fraction: float = Field(0.25, ge=0, le=1)
+    leaves_per_step: int = Field(1, gt=0, description="leaves per tree per network call (virtual visits)")
+
+
+class SelfplayParams(BaseModel):
+    """``selfplay``: how many games, how they are split into shards, and how moves are chosen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    games: int = Field(64, gt=0)
+    shards: int = Field(2, gt=0, description="files the games are split into (one task each)")
+    concurrent: int = Field(32, gt=0, description="games in flight per shard: the search batch")
+    max_moves: int = Field(500, gt=0, description="a game is cut after this many moves")
+    temperature: float = Field(1.0, ge=0)
+    temperature_moves: int = Field(20, ge=0, description="moves sampled at `temperature`; then the most visited")
+    seed: int = 0
+
+
 class Params(BaseSettings):
     """Every result-affecting number, one section per stage."""
 
     model_config = SettingsConfigDict(frozen=True, extra="forbid")
     game: GameParams = GameParams()
+    net: NetParams = NetParams()
+    mcts: MctsParams = MctsParams()
+    selfplay: SelfplayParams = SelfplayParams()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings],
@@ -118,6 +160,9 @@ def load_params(path: str | Path | None = None) -> Params:
         raise ParamsError(str(path), [f"not valid YAML{where}: {problem}"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ParamsError(str(path), [f"cannot be read: {exc}"]) from None
+    except (TypeError, ValueError):
+        # pydantic-settings dict.update()s the document: a top-level list or scalar fails there.
+        raise ParamsError(str(path), ["must be a mapping of sections (game: ...)"]) from None
     if not isinstance(data, dict):
         raise ParamsError(str(path), ["must be a mapping of sections (game: ...)"])
     try:

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tri.config import GameParams
     from tri.games.base import Game
 
+GAMES = ("triangle",)
+
+
+def game_from_meta(name: str, config: dict[str, Any]) -> Game:
+    """The game ``name`` with its config given as a plain dict (as stored in checkpoints)."""
+    if name == "triangle":
+        from tri.games.triangle import TriangleGame
+        from tri.games.triangle_rules import TriangleConfig
+
+        return TriangleGame(TriangleConfig(**config))
+    raise ValueError(f"unknown game {name!r} (tri knows: {', '.join(GAMES)})")
+
 
 def make_game(params: GameParams) -> Game:
     """The game that ``params.game`` selects, configured by its section."""
-    if params.name == "triangle":
-        from tri.games.triangle import TriangleGame
-
-        return TriangleGame(params.triangle)
-    raise ValueError(f"unknown game {params.name!r}")
+    section = getattr(params, params.name)
+    return game_from_meta(params.name, section.model_dump(mode="json"))

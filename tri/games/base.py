@@ -25,7 +25,7 @@ Vocabulary (used with these meanings everywhere in tri):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numba as nb
@@ -35,11 +35,13 @@ import numpy as np
 @dataclass(frozen=True)
 class Transition:
     """Result of ``Game.step`` on a batch: ``states [B, L] uint64``, ``reward [B] float64``,
-    ``terminal [B] bool``."""
+    ``terminal [B] bool``; ``stats``: game-specific per-step counts ``{name: [B]}`` that reports
+    add up per game (the triangle puzzle's ``lines`` and ``cleared`` triangles)."""
 
     states: np.ndarray
     reward: np.ndarray
     terminal: np.ndarray
+    stats: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

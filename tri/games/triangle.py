@@ -255,7 +255,8 @@ class TriangleGame:
         info = np.empty((states.shape[0], 6))
         k.step_batch(new, np.ascontiguousarray(actions, dtype=np.int64),
                      np.ascontiguousarray(refills, dtype=np.int32), self.tab, info)
-        return Transition(new, info[:, 0].copy(), info[:, 4] != 0), info
+        stats = {"lines": info[:, 2].astype(np.int64), "cleared": info[:, 1].astype(np.int64)}
+        return Transition(new, info[:, 0].copy(), info[:, 4] != 0, stats), info
 
     def terminal(self, states: np.ndarray) -> np.ndarray:
         return (states[:, self.board.num_words + 1] & np.uint64(k.GAME_OVER)) != 0

@@ -1,0 +1,68 @@
+"""Agents: whatever picks moves for a batch of states. Self-play and the arena use the same
+agents through the same loop (:mod:`tri.episodes`).
+
+An agent's ``act(states [B, L], moves [B]) -> Decision`` may also return the search's policy
+and value, which self-play records as training targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from tri.games.base import Game
+from tri.search import Evaluator, MctsParams, search
+
+
+@dataclass(frozen=True)
+class Decision:
+    """actions [B] int64; policy [B, A] float32 or None (search visit distribution);
+    value [B] float32 or None (root value estimate, side to move)."""
+
+    actions: np.ndarray
+    policy: np.ndarray | None = None
+    value: np.ndarray | None = None
+
+
+class Agent(Protocol):
+    name: str
+
+    def act(self, states: np.ndarray, moves: np.ndarray) -> Decision:
+        """Pick an action for each of ``states [B, L]``; ``moves [B]``: moves played so far."""
+        ...
+
+
+def choose(visits: np.ndarray, moves: np.ndarray, temperature: float, temperature_moves: int,
+           rng: np.random.Generator) -> np.ndarray:
+    """Actions from visit counts ``[B, A]``: sampled in proportion to ``visits ** (1/T)`` for
+    games with fewer than ``temperature_moves`` moves played (and ``T > 0``), otherwise the
+    most-visited action (lowest index on ties)."""
+    actions = np.argmax(visits, axis=1)
+    hot = np.flatnonzero(moves < temperature_moves) if temperature > 0 else np.empty(0, np.int64)
+    if hot.size:
+        weights = visits[hot].astype(np.float64) ** (1.0 / temperature)
+        weights /= weights.sum(axis=1, keepdims=True)
+        u = rng.random(hot.size)[:, None]
+        actions[hot] = np.minimum((weights.cumsum(axis=1) < u).sum(axis=1), visits.shape[1] - 1)
+    return actions.astype(np.int64)
+
+
+class MctsAgent:
+    """Plays by :func:`tri.search.search`; ``noise`` adds Dirichlet noise at the root (self-play
+    only); moves below ``temperature_moves`` are sampled at ``temperature``."""
+
+    def __init__(self, game: Game, evaluate: Evaluator, params: MctsParams, rng: np.random.Generator,
+                 *, noise: bool, temperature: float, temperature_moves: int,
+                 simulations: int | None = None, name: str = "mcts"):
+        self.game, self.evaluate, self.params, self.rng = game, evaluate, params, rng
+        self.noise, self.temperature, self.temperature_moves = noise, temperature, temperature_moves
+        self.simulations = simulations or params.simulations
+        self.name = name
+
+    def act(self, states: np.ndarray, moves: np.ndarray) -> Decision:
+        result = search(self.game, self.evaluate, states, self.params, self.rng, noise=self.noise,
+                        simulations=self.simulations)
+        actions = choose(result.visits, moves, self.temperature, self.temperature_moves, self.rng)
+        return Decision(actions, result.policy, result.value)

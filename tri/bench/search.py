@@ -1,0 +1,126 @@
+"""``tri bench search``: how close self-play comes to the network's own speed.
+
+Figures (medians over ``repeats``; torch on one thread, as in a self-play worker):
+
+- self-play: simulations per second and positions per second of the search with the default
+  ``mcts`` and network, ``selfplay.concurrent`` games in flight (the batch of every network call);
+- network only: forward evaluations per second of the same network at the same batch size, on
+  positions from those games;
+- the share of self-play time spent outside the network: ``1 - sims/s / evals/s``;
+- one move at 2,048 simulations for a single game (``--leaves`` leaves per network call, with
+  virtual visits), beside alphatriangle 1.0.0's 36 s per move measured on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from tri.config import Params
+
+ALPHATRIANGLE_SECONDS = 36.0  # alphatriangle 1.0.0, default search, per move (36-45 s here)
+
+
+@dataclass(frozen=True)
+class SearchBench:
+    batch: int
+    simulations: int
+    sims_per_second: float
+    positions_per_second: float
+    net_evals_per_second: float
+    outside_network_share: float
+    move_2048_seconds: float
+    move_2048_leaves: int
+    alphatriangle_seconds: float
+    speedup_vs_alphatriangle: float
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 16, seed: int = 0) -> SearchBench:
+    """Measure; ``moves`` self-play moves (for every game in the batch) per repeat."""
+    import torch
+
+    from tri.agents import MctsAgent
+    from tri.games import make_game
+    from tri.net import build_model, make_evaluator
+    from tri.search import search
+
+    torch.set_num_threads(1)
+    game = make_game(params.game)
+    model = build_model(game, params.net).eval()
+    evaluate = make_evaluator(model, game)
+    batch, sims = params.selfplay.concurrent, params.mcts.simulations
+    rng = np.random.default_rng(seed)
+    states = game.initial(np.arange(seed, seed + batch))
+    agent = MctsAgent(game, evaluate, params.mcts, rng, noise=True, temperature=1.0, temperature_moves=10**9)
+    agent.act(states, np.zeros(batch, np.int64))  # compile and warm up
+
+    rates, pos_rates, net_rates = [], [], []
+    for r in range(repeats):
+        states = game.initial(np.arange(seed + r * batch, seed + (r + 1) * batch))
+        positions, start = 0, time.perf_counter()
+        for m in range(moves):
+            live = np.flatnonzero(~game.terminal(states))
+            if not live.size:
+                break
+            decision = agent.act(states[live], np.full(live.size, m))
+            states[live] = game.step(states[live], decision.actions).states
+            positions += live.size
+        elapsed = time.perf_counter() - start
+        rates.append(positions * sims / elapsed)
+        pos_rates.append(positions / elapsed)
+        x = torch.from_numpy(game.encode(states))
+        with torch.inference_mode():
+            model(x)
+            calls, start = 0, time.perf_counter()
+            while time.perf_counter() - start < 1.0:
+                model(x)
+                calls += 1
+            net_rates.append(calls * batch / (time.perf_counter() - start))
+
+    one = dict(params.mcts.model_dump(), leaves_per_step=leaves)
+    mcts_one = type(params.mcts)(**one)
+    root = game.initial(np.array([seed]))
+    search(game, evaluate, root, mcts_one, rng, simulations=2048)  # warm up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        search(game, evaluate, root, mcts_one, rng, simulations=2048)
+        times.append(time.perf_counter() - start)
+    sims_rate, net_rate, move = statistics.median(rates), statistics.median(net_rates), statistics.median(times)
+    return SearchBench(batch=batch, simulations=sims, sims_per_second=sims_rate,
+                       positions_per_second=statistics.median(pos_rates), net_evals_per_second=net_rate,
+                       outside_network_share=1 - sims_rate / net_rate, move_2048_seconds=move,
+                       move_2048_leaves=leaves, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
+                       speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move)
+
+
+def print_report(bench: SearchBench, *, as_json: bool = False) -> None:
+    if as_json:
+        print(bench.to_json())
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"tri bench search (medians; batch {bench.batch}, {bench.simulations} "
+                        "simulations per move, torch on 1 thread)", title_justify="left")
+    for col, justify in (("figure", "left"), ("value", "right"), ("target", "left")):
+        table.add_column(col, justify=justify)
+    table.add_row("self-play simulations/s", f"{bench.sims_per_second:,.0f}", "")
+    table.add_row("self-play positions/s", f"{bench.positions_per_second:,.1f}", "")
+    table.add_row("network-only evaluations/s (same batch)", f"{bench.net_evals_per_second:,.0f}", "")
+    table.add_row("time outside the network", f"{bench.outside_network_share:.1%}", "<= 30%")
+    table.add_row(f"one move, 2,048 simulations ({bench.move_2048_leaves} leaves per call)",
+                  f"{bench.move_2048_seconds:.3f} s", "")
+    table.add_row(f"  vs alphatriangle 1.0.0 ({bench.alphatriangle_seconds:.0f} s per move)",
+                  f"{bench.speedup_vs_alphatriangle:.0f}x faster", ">= 50x")
+    console = Console()
+    if not console.is_terminal:
+        console.width = 110
+    console.print(table)

@@ -1,0 +1,183 @@
+"""The one game-playing loop, shared by self-play and the arena.
+
+:func:`run_episodes` plays one game per seed, ``concurrent`` games at a time (a finished game's
+slot takes the next seed, so batches stay full), asking the agent of the seat to move for all
+of its games at once. Two-player games alternate seats; ``first_seat`` says who opens each game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tri.agents import Agent
+from tri.games.base import Game
+
+
+@dataclass
+class GameSummary:
+    """One finished game: ``index`` (position in ``seeds``), ``seed``, ``score`` (sum of rewards
+    to the player who opened), ``steps``, ``terminal`` (ended by the rules, not the move cap),
+    ``stats`` (summed per-step game counts, e.g. lines), ``outcome`` (two-player: +1/0/-1 for
+    seat 0), ``first_seat``."""
+
+    index: int
+    seed: int
+    score: float
+    steps: int
+    terminal: bool
+    stats: dict[str, int] = field(default_factory=dict)
+    outcome: float = 0.0
+    first_seat: int = 0
+
+
+@dataclass
+class Positions:
+    """Recorded positions, one row per move, in play order within each game (numpy arrays):
+    game [P] (index into seeds), move [P], state [P, L], legal [P, A], policy [P, A], value_target
+    [P], root_value [P], action [P], reward [P], score [P] (score before the move, single-player)."""
+
+    game: np.ndarray
+    move: np.ndarray
+    state: np.ndarray
+    legal: np.ndarray
+    policy: np.ndarray
+    value_target: np.ndarray
+    root_value: np.ndarray
+    action: np.ndarray
+    reward: np.ndarray
+    score: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.game.shape[0])
+
+
+@dataclass
+class Episodes:
+    games: list[GameSummary]
+    positions: Positions | None
+
+
+def value_targets(rewards: np.ndarray, root_values: np.ndarray, terminal: bool, discount: float,
+                  two_player: bool) -> np.ndarray:
+    """Value targets for one game's positions, from each position's side to move.
+
+    Single-player: the discounted return ``z_t = r_t + discount * z_{t+1}``; a game cut by the
+    move cap has no known future, so its last position's target is its search value.
+    Two-player: the final outcome, sign-alternating back from the last mover (0 if cut).
+    """
+    n = rewards.shape[0]
+    z = np.zeros(n, np.float64)
+    if two_player:
+        if terminal and n:
+            sign = np.where((n - 1 - np.arange(n)) % 2 == 0, 1.0, -1.0)
+            z = sign * rewards[-1]
+        return z.astype(np.float32)
+    future = 0.0
+    for t in range(n - 1, -1, -1):
+        if t == n - 1 and not terminal:
+            future = float(root_values[t])
+        else:
+            future = float(rewards[t]) + discount * future
+        z[t] = future
+    return z.astype(np.float32)
+
+
+def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, concurrent: int,
+                 max_moves: int, record: bool = False, discount: float = 1.0,
+                 first_seat: np.ndarray | None = None,
+                 on_game: Callable[[GameSummary, int], None] | None = None) -> Episodes:
+    """Play one game per seed. ``agents[s]`` moves for seat ``s`` (one agent for single-player
+    games). ``record`` keeps every position with the agent's policy and value (the agent must
+    return them). ``on_game(summary, positions_in_game)`` is called as each game ends."""
+    seeds = np.asarray(seeds, dtype=np.int64)
+    total = seeds.shape[0]
+    first_seat = np.zeros(total, np.int64) if first_seat is None else np.asarray(first_seat, np.int64)
+    two_player = game.num_players == 2
+    slots = min(concurrent, total)
+    slot_game = np.full(slots, -1, np.int64)
+    states = np.zeros((slots, game.state_size), np.uint64)
+    moves = np.zeros(slots, np.int64)
+    score = np.zeros(slots, np.float64)
+    stats: list[dict[str, int]] = [{} for _ in range(slots)]
+    history: list[list[tuple]] = [[] for _ in range(slots)]
+    summaries: list[GameSummary] = []
+    rows: list[list[tuple]] = []
+    next_game = 0
+
+    def start(slot_ids: np.ndarray) -> None:
+        nonlocal next_game
+        take = slot_ids[: max(0, total - next_game)]
+        slot_game[slot_ids] = -1
+        if take.size:
+            slot_game[take] = np.arange(next_game, next_game + take.size)
+            states[take] = game.initial(seeds[slot_game[take]])
+            moves[take] = 0
+            score[take] = 0.0
+            for s in take:
+                stats[s], history[s] = {}, []
+            next_game += take.size
+
+    start(np.arange(slots))
+    while (active := np.flatnonzero(slot_game >= 0)).size:
+        actions = np.zeros(active.size, np.int64)
+        policy = np.zeros((active.size, game.num_actions), np.float32) if record else None
+        root_value = np.zeros(active.size, np.float32)
+        seat = (first_seat[slot_game[active]] + moves[active]) % len(agents)
+        for s in range(len(agents)):
+            mine = np.flatnonzero(seat == s)
+            if not mine.size:
+                continue
+            decision = agents[s].act(states[active[mine]], moves[active[mine]])
+            actions[mine] = decision.actions
+            if record:
+                policy[mine] = decision.policy
+                root_value[mine] = decision.value
+        legal = game.legal(states[active]) if record else None
+        t = game.step(states[active], actions)
+        for i, slot in enumerate(active):
+            if record:
+                history[slot].append((moves[slot], states[slot].copy(), legal[i], policy[i], root_value[i],
+                                      actions[i], t.reward[i], score[slot]))
+            for name, values in t.stats.items():
+                stats[slot][name] = stats[slot].get(name, 0) + int(values[i])
+        # Single-player score is the sum of rewards; two-player "score" is seat 0's outcome.
+        mover_sign = np.where(seat == 0, 1.0, -1.0) if two_player else 1.0
+        score[active] += t.reward * mover_sign
+        states[active] = t.states
+        moves[active] += 1
+        ended = active[t.terminal | (moves[active] >= max_moves)]
+        for slot in ended:
+            g = int(slot_game[slot])
+            terminal = bool(game.terminal(states[slot : slot + 1])[0])
+            summary = GameSummary(index=g, seed=int(seeds[g]), score=float(score[slot]), steps=int(moves[slot]),
+                                  terminal=terminal, stats=stats[slot],
+                                  outcome=float(np.sign(score[slot])) if two_player else 0.0,
+                                  first_seat=int(first_seat[g]))
+            summaries.append(summary)
+            if record:
+                h = history[slot]
+                z = value_targets(np.array([r[6] for r in h]), np.array([r[4] for r in h]), terminal,
+                                  discount, two_player)
+                rows.append([(g, *r[:6], z[j], r[6], r[7]) for j, r in enumerate(h)])
+            if on_game is not None:
+                on_game(summary, len(history[slot]) if record else summary.steps)
+        if ended.size:
+            start(ended)
+    summaries.sort(key=lambda s: s.index)
+    return Episodes(summaries, _positions(game, rows) if record else None)
+
+
+def _positions(game: Game, rows: list[list[tuple]]) -> Positions:
+    """Stack recorded rows (sorted by game, then move) into arrays."""
+    flat = sorted((r for game_rows in rows for r in game_rows), key=lambda r: (r[0], r[1]))
+    if not flat:
+        return Positions(*(np.zeros(0) for _ in range(10)))
+    game_ids, move, state, legal, policy, root_value, action, value_target, reward, score = zip(*flat)
+    return Positions(game=np.array(game_ids, np.int64), move=np.array(move, np.int32),
+                     state=np.stack(state), legal=np.stack(legal), policy=np.stack(policy),
+                     value_target=np.array(value_target, np.float32),
+                     root_value=np.array(root_value, np.float32), action=np.array(action, np.int32),
+                     reward=np.array(reward, np.float32), score=np.array(score, np.float64))

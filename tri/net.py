@@ -1,0 +1,255 @@
+"""The policy/value network and its self-describing checkpoints.
+
+A residual CNN over ``game.encode`` planes ``[B, C, H, W]``:
+
+- **policy head**: one logit per action ``[B, A]``; :func:`masked_policy` masks illegal actions
+  before the softmax.
+- **value head**, by game kind:
+  - single-player (the triangle puzzle): the expected discounted return is unbounded (scores run
+    from 0 to thousands), so the head predicts a categorical distribution over a fixed support in
+    a squashed space, as MuZero does: ``h(x) = sign(x) (sqrt(|x| + 1) - 1) + eps x`` maps returns
+    to a compact range, targets are *two-hot* vectors on the support (the two neighbouring bins
+    share the mass so the expectation is exact), the loss is cross-entropy, and the prediction is
+    ``h^-1(E[support])``. Cross-entropy on a categorical target keeps gradients well scaled
+    whatever the return's magnitude, where a regression loss on raw returns is dominated by the
+    largest scores and drifts as the agent improves.
+  - two-player: ``tanh`` of a scalar, in ``[-1, 1]`` from the side to move.
+
+Checkpoints are ``torch.save`` dicts of tensors and plain values, loaded with
+``torch.load(weights_only=True)`` (no pickled code runs), and carry everything needed to rebuild
+the network: the game and its config, the network config, generation and provenance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tri.config import NetParams
+from tri.errors import TriError
+
+FORMAT = "tri-checkpoint"
+FORMAT_VERSION = 1
+
+
+def h(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """MuZero's invertible squashing transform."""
+    return torch.sign(x) * (torch.sqrt(torch.abs(x) + 1) - 1) + eps * x
+
+
+def h_inv(y: torch.Tensor, eps: float) -> torch.Tensor:
+    """Inverse of :func:`h`."""
+    if eps == 0:
+        return torch.sign(y) * ((torch.abs(y) + 1) ** 2 - 1)
+    return torch.sign(y) * (((torch.sqrt(1 + 4 * eps * (torch.abs(y) + 1 + eps)) - 1) / (2 * eps)) ** 2 - 1)
+
+
+def two_hot(values: torch.Tensor, support_max: int, eps: float) -> torch.Tensor:
+    """``[B] -> [B, support_max + 1]``: returns as two-hot targets on the support ``0..support_max``
+    in h-space (values outside are clipped to the ends)."""
+    y = h(values.float(), eps).clamp(0, support_max)
+    low = y.floor().long().clamp(max=support_max - 1)
+    frac = y - low.float()
+    out = torch.zeros(values.shape[0], support_max + 1, device=values.device)
+    out.scatter_(1, low[:, None], (1 - frac)[:, None])
+    out.scatter_add_(1, (low + 1)[:, None], frac[:, None])
+    return out
+
+
+class _Block(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(x + self.bn2(self.conv2(y)))
+
+
+class PolicyValueNet(nn.Module):
+    """``forward(x [B, C, H, W]) -> (policy logits [B, A], value output)`` where the value output
+    is ``[B, support_max + 1]`` logits (single-player) or ``[B]`` in ``[-1, 1]`` (two-player);
+    :meth:`value` turns either into ``[B]`` values."""
+
+    def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, num_players: int,
+                 params: NetParams):
+        super().__init__()
+        c_in, height, width = obs_shape
+        p = params
+        self.params, self.num_players = params, num_players
+        self.stem = nn.Sequential(nn.Conv2d(c_in, p.channels, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(p.channels), nn.ReLU())
+        self.trunk = nn.Sequential(*[_Block(p.channels) for _ in range(p.blocks)])
+        cells = height * width
+        self.policy_head = nn.Sequential(
+            nn.Conv2d(p.channels, p.policy_channels, 1, bias=False), nn.BatchNorm2d(p.policy_channels),
+            nn.ReLU(), nn.Flatten(), nn.Linear(p.policy_channels * cells, num_actions))
+        value_out = p.support_max + 1 if num_players == 1 else 1
+        self.value_head = nn.Sequential(
+            nn.Conv2d(p.channels, p.value_channels, 1, bias=False), nn.BatchNorm2d(p.value_channels),
+            nn.ReLU(), nn.Flatten(), nn.Linear(p.value_channels * cells, p.value_hidden), nn.ReLU(),
+            nn.Linear(p.value_hidden, value_out))
+        self.register_buffer("support", torch.arange(p.support_max + 1, dtype=torch.float32),
+                             persistent=False)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z = self.trunk(self.stem(x))
+        v = self.value_head(z)
+        return self.policy_head(z), (v if self.num_players == 1 else torch.tanh(v[:, 0]))
+
+    def value(self, value_out: torch.Tensor) -> torch.Tensor:
+        """``[B]`` values from the value head's output."""
+        if self.num_players != 1:
+            return value_out
+        expected = (torch.softmax(value_out, dim=1) * self.support).sum(dim=1)
+        return h_inv(expected, self.params.support_eps)
+
+
+def masked_policy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """Softmax over legal actions only: ``[B, A], [B, A] bool -> [B, A]`` (rows with no legal
+    action give zeros)."""
+    masked = logits.masked_fill(~legal, float("-inf"))
+    probs = torch.softmax(masked, dim=1)
+    return torch.nan_to_num(probs, nan=0.0)
+
+
+# ---- checkpoints ------------------------------------------------------------------------
+
+
+@dataclass
+class Checkpoint:
+    """A network with what it needs to be rebuilt and traced back.
+
+    ``game``: the game's name; ``game_config``: its ``params.yaml`` section (a dict);
+    ``net_params``; ``generation``; ``provenance``: free-form strings (git commit, parent model,
+    data hashes); ``optimizer``: optimizer state to continue training (may be empty).
+    """
+
+    game: str
+    game_config: dict[str, Any]
+    net_params: NetParams
+    generation: int
+    model: PolicyValueNet
+    provenance: dict[str, str] = field(default_factory=dict)
+    optimizer: dict[str, Any] = field(default_factory=dict)
+
+    def meta(self) -> dict[str, Any]:
+        return {"game": self.game, "game_config": self.game_config,
+                "net_params": self.net_params.model_dump(mode="json"), "generation": self.generation,
+                "provenance": self.provenance}
+
+    @property
+    def model_id(self) -> str:
+        """A short content hash of the weights: names this exact model in shards and logs."""
+        digest = hashlib.sha256()
+        for name, tensor in sorted(self.model.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()[:16]
+
+
+def build_model(game, params: NetParams) -> PolicyValueNet:
+    """A freshly initialised network for ``game``, its weights drawn from ``params.seed``."""
+    generator_state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(params.seed)
+        return PolicyValueNet(game.obs_shape, game.num_actions, game.num_players, params)
+    finally:
+        torch.random.set_rng_state(generator_state)
+
+
+def save_checkpoint(ckpt: Checkpoint, path: str | Path) -> None:
+    """Write ``ckpt`` atomically: a temporary file in the same folder, then a rename, so a crash
+    leaves the previous file intact."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "meta": json.dumps(ckpt.meta()),
+               "model": ckpt.model.state_dict(), "optimizer": ckpt.optimizer}
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(buffer.getvalue())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.device = "cpu") -> Checkpoint:
+    """Read a checkpoint without executing pickled code. If ``game`` is given, the checkpoint
+    must be for that game and config. Raises :class:`TriError` naming the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise TriError(f"checkpoint {path}: file not found")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many kinds for a damaged file
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TriError(f"checkpoint {path}: not a readable tri checkpoint ({reason[:120]})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise TriError(f"checkpoint {path}: not a tri checkpoint")
+    if payload.get("format_version") != FORMAT_VERSION:
+        raise TriError(f"checkpoint {path}: format version {payload.get('format_version')} "
+                       f"is not supported (this tri reads {FORMAT_VERSION})")
+    try:
+        meta = json.loads(payload["meta"])
+        net_params = NetParams(**meta["net_params"])
+    except Exception as exc:
+        raise TriError(f"checkpoint {path}: damaged metadata ({exc})") from None
+    if game is not None:
+        check_game(path, meta["game"], meta["game_config"], game)
+    from tri.games import game_from_meta
+
+    ckpt_game = game if game is not None else game_from_meta(meta["game"], meta["game_config"])
+    model = PolicyValueNet(ckpt_game.obs_shape, ckpt_game.num_actions, ckpt_game.num_players, net_params)
+    try:
+        model.load_state_dict(payload["model"])
+    except (RuntimeError, KeyError, TypeError) as exc:
+        reason = str(exc).splitlines()[0]
+        raise TriError(f"checkpoint {path}: weights do not match its network config ({reason[:120]})") from None
+    model.eval()
+    return Checkpoint(game=meta["game"], game_config=meta["game_config"], net_params=net_params,
+                      generation=int(meta["generation"]), model=model,
+                      provenance=dict(meta.get("provenance", {})), optimizer=payload.get("optimizer") or {})
+
+
+def check_game(path: Path | str, name: str, config: dict[str, Any], game) -> None:
+    """Raise :class:`TriError` unless a checkpoint's game matches ``game``."""
+    if name != game.name:
+        raise TriError(f"checkpoint {path}: it is for the game {name!r}, not {game.name!r}")
+    if config != game.config.model_dump(mode="json"):
+        raise TriError(f"checkpoint {path}: it is for a different {name} configuration than params.yaml")
+
+
+def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu"):
+    """The search's ``evaluate(states [M, L]) -> (priors [M, A], legal [M, A], values [M])``:
+    encode, one forward pass in inference mode, masked softmax, decoded values."""
+    model = model.to(device).eval()
+
+    def evaluate(states):
+        legal = game.legal(states)
+        with torch.inference_mode():
+            x = torch.from_numpy(game.encode(states)).to(device)
+            logits, value_out = model(x)
+            priors = masked_policy(logits, torch.from_numpy(legal).to(device))
+            values = model.value(value_out)
+        return priors.cpu().numpy(), legal, values.float().cpu().numpy()
+
+    return evaluate

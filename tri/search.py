@@ -1,0 +1,266 @@
+"""Batched PUCT Monte Carlo tree search over many games at once.
+
+The trees of ``B`` games live in arrays (``Tree``): node ``0`` is the root and node ``i`` is the
+``i``-th node created. Each simulation step selects up to ``K`` leaves per tree (``K > 1`` uses
+virtual visits so the leaves differ), computes their states with one batched ``game.step``,
+evaluates every new leaf of every tree in **one** network call, and backs the values up.
+
+Values are from the side to move at each node. An edge ``(n, a)`` leading to child ``c`` has the
+reward ``reward[c]`` received by the player who acted; its action value is
+
+- single-player: ``Q(n, a) = reward[c] + discount * V(c)``, normalised to ``[0, 1]`` by the
+  smallest and largest action values seen in the tree (returns are unbounded);
+- two-player: ``Q(n, a) = reward[c] - V(c)`` (the child's side to move is the opponent), in
+  ``[-1, 1]``.
+
+PUCT picks ``argmax_a Q(n, a) + c_puct * P(n, a) * sqrt(N(n)) / (1 + N(c))`` over legal actions
+(ties go to the lowest action); an unvisited action's ``Q`` is the node's own value estimate.
+
+**Chance.** Before searching, a stochastic game's root states get chance streams drawn from the
+search's own generator (``game.reseed``): a refill inside the tree is a sample the search drew,
+never the real game's next shapes, so the search result depends only on the position and the
+search seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+from tri.config import MctsParams
+from tri.games.base import Game
+
+# evaluate(states [M, L]) -> (priors [M, A] float32 summing to 1 over legal actions,
+#                             legal [M, A] bool, values [M] float32 from the side to move)
+Evaluator = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+@dataclass
+class Tree:
+    """Search trees of ``B`` games with room for ``N`` nodes each.
+
+    states [B, N, L] uint64; children [B, N, A] int32 (-1 = not created); prior [B, N, A]
+    float32 (-1 = illegal); visits [B, N] int32; virtual [B, N] int32 (pending visits);
+    value_sum [B, N] float64 (side to move at the node); reward [B, N] float32 (edge into the
+    node); terminal [B, N] bool; parent [B, N] int32; num_nodes [B] int32;
+    qmin, qmax [B] float64 (range of action values seen, single-player normalisation).
+    """
+
+    states: np.ndarray
+    children: np.ndarray
+    prior: np.ndarray
+    visits: np.ndarray
+    virtual: np.ndarray
+    value_sum: np.ndarray
+    reward: np.ndarray
+    terminal: np.ndarray
+    parent: np.ndarray
+    num_nodes: np.ndarray
+    qmin: np.ndarray
+    qmax: np.ndarray
+
+    @classmethod
+    def empty(cls, batch: int, nodes: int, state_size: int, num_actions: int) -> Tree:
+        return cls(states=np.zeros((batch, nodes, state_size), np.uint64),
+                   children=np.full((batch, nodes, num_actions), -1, np.int32),
+                   prior=np.full((batch, nodes, num_actions), -1, np.float32),
+                   visits=np.zeros((batch, nodes), np.int32), virtual=np.zeros((batch, nodes), np.int32),
+                   value_sum=np.zeros((batch, nodes)), reward=np.zeros((batch, nodes), np.float32),
+                   terminal=np.zeros((batch, nodes), bool), parent=np.full((batch, nodes), -1, np.int32),
+                   num_nodes=np.ones(batch, np.int32), qmin=np.full(batch, np.inf),
+                   qmax=np.full(batch, -np.inf))
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """visits [B, A] int32 (root children's visit counts), policy [B, A] float32 (the visit
+    distribution: the policy target), value [B] float32 (root value estimate), tree."""
+
+    visits: np.ndarray
+    policy: np.ndarray
+    value: np.ndarray
+    tree: Tree
+
+
+@nb.njit(cache=True)
+def _node_value(value_sum, visits, virtual, b, c, virtual_value):
+    n = visits[b, c] + virtual[b, c]
+    return (value_sum[b, c] + virtual[b, c] * virtual_value) / n
+
+
+@nb.njit(cache=True)
+def _select(children, prior, visits, virtual, value_sum, reward, terminal, parent, num_nodes,
+            qmin, qmax, c_puct, discount, two_player, leaves, out_leaf, out_kind):
+    """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
+    ``out_leaf[b, k]`` and its kind to ``out_kind[b, k]``: 0 = a new node to evaluate (already
+    linked to its parent), 1 = an existing terminal node, 2 = nothing (tree full or collision).
+    Every node on a selected path gets a virtual visit, undone by :func:`_backup`."""
+    B, N, A = children.shape
+    virtual_value = 1.0 if two_player else 0.0  # pessimistic for the parent
+    for b in range(B):
+        for k in range(leaves):
+            out_kind[b, k] = 2
+            out_leaf[b, k] = -1
+            node = 0
+            while True:
+                virtual[b, node] += 1
+                if terminal[b, node]:
+                    out_leaf[b, k] = node
+                    out_kind[b, k] = 1
+                    break
+                if prior[b, node, 0] == -2.0:  # created this step, not evaluated yet: collision
+                    break
+                parent_n = visits[b, node] + virtual[b, node] - 1
+                sqrt_n = np.sqrt(max(parent_n, 1))
+                own = value_sum[b, node] / visits[b, node] if visits[b, node] > 0 else 0.0
+                spread = qmax[b] - qmin[b]
+                best, best_a = -np.inf, -1
+                for a in range(A):
+                    p = prior[b, node, a]
+                    if p < 0:
+                        continue
+                    c = children[b, node, a]
+                    if c >= 0 and visits[b, c] + virtual[b, c] > 0:
+                        v = _node_value(value_sum, visits, virtual, b, c, virtual_value)
+                        q = reward[b, c] - v if two_player else reward[b, c] + discount * v
+                        n_a = visits[b, c] + virtual[b, c]
+                    else:
+                        q = own
+                        n_a = 0
+                    if not two_player:
+                        q = (q - qmin[b]) / spread if spread > 1e-12 else 0.5
+                    score = q + c_puct * p * sqrt_n / (1 + n_a)
+                    if score > best:
+                        best, best_a = score, a
+                if best_a < 0:  # no legal action: treat as terminal
+                    out_leaf[b, k] = node
+                    out_kind[b, k] = 1
+                    break
+                c = children[b, node, best_a]
+                if c < 0:
+                    if num_nodes[b] >= N:
+                        break
+                    c = num_nodes[b]
+                    num_nodes[b] += 1
+                    children[b, node, best_a] = c
+                    parent[b, c] = node
+                    prior[b, c, 0] = -2.0  # marks "pending" until _backup writes the priors
+                    virtual[b, c] += 1
+                    out_leaf[b, k] = c
+                    out_kind[b, k] = 0
+                    break
+                node = c
+            if out_kind[b, k] == 2:  # undo the virtual visits of an abandoned path
+                while node >= 0:
+                    virtual[b, node] -= 1
+                    node = parent[b, node]
+
+
+@nb.njit(cache=True)
+def _backup(prior, visits, virtual, value_sum, reward, terminal, parent, qmin, qmax,
+            leaf_b, leaf_node, leaf_value, leaf_prior, leaf_legal, discount, two_player):
+    """Write each evaluated leaf's priors (``leaf_prior [M, A]``, illegal -> -1; terminal leaves
+    have an empty row), then add its value to every node on its path, converting it at each edge
+    to the parent's point of view, and remove the path's virtual visits."""
+    for m in range(leaf_b.shape[0]):
+        b, node = leaf_b[m], leaf_node[m]
+        if not terminal[b, node]:
+            for a in range(prior.shape[2]):
+                prior[b, node, a] = leaf_prior[m, a] if leaf_legal[m, a] else -1.0
+        elif prior[b, node, 0] == -2.0:
+            for a in range(prior.shape[2]):
+                prior[b, node, a] = -1.0
+        g = leaf_value[m]
+        while node >= 0:
+            visits[b, node] += 1
+            virtual[b, node] -= 1
+            value_sum[b, node] += g
+            p = parent[b, node]
+            if p >= 0:
+                g = reward[b, node] - g if two_player else reward[b, node] + discount * g
+                if g < qmin[b]:
+                    qmin[b] = g
+                if g > qmax[b]:
+                    qmax[b] = g
+            node = p
+
+
+def _dirichlet(rng: np.random.Generator, legal: np.ndarray, alpha: float) -> np.ndarray:
+    """``[B, A]`` Dirichlet(alpha) noise over each row's legal actions."""
+    noise = rng.gamma(alpha, size=legal.shape).astype(np.float32) * legal
+    total = noise.sum(axis=1, keepdims=True)
+    return np.divide(noise, total, out=np.zeros_like(noise), where=total > 0)
+
+
+def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParams,
+           rng: np.random.Generator, *, noise: bool = True, simulations: int | None = None) -> SearchResult:
+    """Search from ``roots [B, L]`` (non-terminal states) and return the root visit counts.
+
+    ``evaluate`` is called once per simulation step with every new leaf of every tree;
+    ``rng`` draws the Dirichlet noise and, for stochastic games, the trees' chance streams.
+    """
+    sims = simulations or params.simulations
+    leaves = params.leaves_per_step
+    batch, two_player = roots.shape[0], game.num_players == 2
+    tree = Tree.empty(batch, sims + 1, game.state_size, game.num_actions)
+    if game.stochastic:
+        roots = game.reseed(roots, rng.integers(0, 2**62, size=batch))
+    tree.states[:, 0] = roots
+    priors, legal, values = evaluate(roots)
+    if noise and params.dirichlet_fraction > 0:
+        eps = params.dirichlet_fraction
+        priors = (1 - eps) * priors + eps * _dirichlet(rng, legal, params.dirichlet_alpha)
+    tree.prior[:, 0] = np.where(legal, priors, -1.0)
+    tree.visits[:, 0] = 1
+    tree.value_sum[:, 0] = values
+    tree.terminal[:, 0] = ~legal.any(axis=1)
+
+    out_leaf = np.empty((batch, leaves), np.int32)
+    out_kind = np.empty((batch, leaves), np.int8)
+    done = 0
+    while done < sims:
+        _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
+                tree.terminal, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, params.c_puct,
+                params.discount, two_player, leaves, out_leaf, out_kind)
+        done += leaves
+        new_b, new_k = np.nonzero(out_kind == 0)
+        term_b, term_k = np.nonzero(out_kind == 1)
+        new_nodes = out_leaf[new_b, new_k]
+        if new_b.size:
+            parents = tree.parent[new_b, new_nodes]
+            parent_states = tree.states[new_b, parents]
+            actions = np.argmax(tree.children[new_b, parents] == new_nodes[:, None], axis=1)
+            step = game.step(parent_states, actions)
+            tree.states[new_b, new_nodes] = step.states
+            tree.reward[new_b, new_nodes] = step.reward
+            tree.terminal[new_b, new_nodes] = step.terminal
+            live = ~step.terminal
+            leaf_prior = np.zeros((new_b.size, game.num_actions), np.float32)
+            leaf_legal = np.zeros((new_b.size, game.num_actions), bool)
+            leaf_value = np.zeros(new_b.size)
+            if live.any():
+                p, lg, v = evaluate(step.states[live])
+                leaf_prior[live], leaf_legal[live], leaf_value[live] = p, lg, v
+        else:
+            leaf_prior = np.zeros((0, game.num_actions), np.float32)
+            leaf_legal = np.zeros((0, game.num_actions), bool)
+            leaf_value = np.zeros(0)
+        all_b = np.concatenate([new_b, term_b]).astype(np.int64)
+        all_nodes = np.concatenate([new_nodes, out_leaf[term_b, term_k]]).astype(np.int64)
+        pad = term_b.size
+        _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
+                tree.parent, tree.qmin, tree.qmax, all_b, all_nodes,
+                np.concatenate([leaf_value, np.zeros(pad)]),
+                np.concatenate([leaf_prior, np.zeros((pad, game.num_actions), np.float32)]),
+                np.concatenate([leaf_legal, np.zeros((pad, game.num_actions), bool)]),
+                params.discount, two_player)
+        # Abandoned selections (collisions, full trees) left no virtual visits; nothing to undo.
+
+    children = tree.children[:, 0]
+    visits = np.where(children >= 0, np.take_along_axis(tree.visits, np.maximum(children, 0), axis=1), 0)
+    total = visits.sum(axis=1, keepdims=True)
+    policy = np.divide(visits, total, out=np.zeros(visits.shape, np.float32), where=total > 0).astype(np.float32)
+    value = (tree.value_sum[:, 0] / tree.visits[:, 0]).astype(np.float32)
+    return SearchResult(visits=visits.astype(np.int32), policy=policy, value=value, tree=tree)

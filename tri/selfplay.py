@@ -1,0 +1,218 @@
+"""Self-play stage: the model plays ``selfplay.games`` games with search and writes shards.
+
+:func:`run` splits the games into ``selfplay.shards`` shards (fixed by params, so the files do not
+depend on how many workers run them), plays each shard in a worker process (torch limited to one
+thread per worker) and writes it with :func:`tri.shards.write_shard`. Everything random comes from
+``selfplay.seed`` and the model's generation: the same model, params and seed give the same shards.
+A shard that already exists and is complete is kept, so an interrupted stage resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import queue
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tri import layout
+from tri.config import Params, Runtime
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """Everything a worker needs (plain values, so it pickles): shard ``shard`` plays the games
+    ``seeds`` whose indices start at ``first_game``."""
+
+    params: Params
+    model: str
+    out: str
+    shard: int
+    first_game: int
+    seeds: tuple[int, ...]
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    shard: int
+    games: int
+    positions: int
+    seconds: float
+    scores: tuple[float, ...]
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class SelfplayResult:
+    """What a self-play run produced: totals, mean score, throughput, and the shard files."""
+
+    games: int
+    positions: int
+    mean_score: float
+    seconds: float
+    positions_per_second: float
+    shards: tuple[str, ...]
+
+
+def game_seeds(seed: int, generation: int, games: int) -> np.ndarray:
+    """Seeds of a generation's self-play games (distinct across generations)."""
+    state = np.random.SeedSequence([seed, generation, 0x5E1F]).generate_state(games, dtype=np.uint64)
+    return (state >> np.uint64(2)).astype(np.int64)
+
+
+def shard_rng(seed: int, generation: int, shard: int) -> np.random.Generator:
+    """The search's generator for one shard (noise, move sampling, the trees' chance streams)."""
+    return np.random.default_rng([seed, generation, shard, 0x5EA4])
+
+
+def play_shard(task: ShardTask, report=None) -> ShardResult:
+    """Play one shard and write it; ``report(score, positions)`` is called per finished game."""
+    import torch
+
+    from tri.agents import MctsAgent
+    from tri.episodes import run_episodes
+    from tri.games import make_game
+    from tri.net import load_checkpoint, make_evaluator
+    from tri.shards import shard_key, write_shard
+
+    start = time.perf_counter()
+    params = task.params
+    out = Path(task.out)
+    positions_file, games_file = layout.shard_path(out, task.shard), layout.games_path(out, task.shard)
+    game = make_game(params.game)
+    ckpt = load_checkpoint(task.model, game)
+    key = _task_key(task, ckpt.model_id)
+    if games_file.exists() and shard_key(positions_file) == key:
+        return ShardResult(task.shard, len(task.seeds), 0, 0.0, (), skipped=True)
+    torch.manual_seed(params.selfplay.seed)
+    sp = params.selfplay
+    agent = MctsAgent(game, make_evaluator(ckpt.model, game, task.device), params.mcts,
+                      shard_rng(sp.seed, ckpt.generation, task.shard), noise=True,
+                      temperature=sp.temperature, temperature_moves=sp.temperature_moves)
+
+    def on_game(summary, positions):
+        if report is not None:
+            report(summary.score, positions)
+
+    episodes = run_episodes(game, [agent], np.array(task.seeds), concurrent=sp.concurrent,
+                            max_moves=sp.max_moves, record=True, discount=params.mcts.discount,
+                            on_game=on_game)
+    for g in episodes.games:
+        g.index += task.first_game
+    episodes.positions.game += task.first_game
+    write_shard(game, episodes, positions_file, games_file, generation=ckpt.generation,
+                model_id=ckpt.model_id, key=key)
+    return ShardResult(task.shard, len(episodes.games), len(episodes.positions),
+                       time.perf_counter() - start, tuple(g.score for g in episodes.games))
+
+
+def _task_key(task: ShardTask, model_id: str) -> str:
+    """Identifies a shard's inputs: an existing shard is reused only if this matches."""
+    p = task.params
+    text = json.dumps([p.game.model_dump(mode="json"), p.mcts.model_dump(mode="json"),
+                       p.selfplay.model_dump(mode="json"), model_id, task.shard, task.first_game,
+                       list(task.seeds)], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _init_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+
+
+def _worker(task: ShardTask, events) -> ShardResult:
+    return play_shard(task, lambda score, positions: events.put((score, positions)))
+
+
+def run(params: Params, model: Path, out: Path, *, runtime: Runtime | None = None,
+        progress: bool = True) -> SelfplayResult:
+    """Play ``params.selfplay.games`` games with the checkpoint ``model`` into the folder ``out``."""
+    from tri.games import make_game
+    from tri.net import load_checkpoint
+
+    runtime = runtime or Runtime()
+    game = make_game(params.game)
+    generation = load_checkpoint(model, game).generation  # fails early on a bad checkpoint
+    sp = params.selfplay
+    seeds = game_seeds(sp.seed, generation, sp.games)
+    bounds = np.linspace(0, sp.games, min(sp.shards, sp.games) + 1).astype(int)
+    device = "cpu" if runtime.device == "auto" else runtime.device
+    tasks = [ShardTask(params, str(model), str(out), i, int(lo), tuple(int(s) for s in seeds[lo:hi]), device)
+             for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+    Path(out).mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with _Progress(sp.games, enabled=progress) as bar:
+        workers = min(runtime.workers, len(tasks))
+        if workers <= 1:
+            _init_worker()
+            results = [play_shard(t, bar.update) for t in tasks]
+        else:
+            ctx = mp.get_context("spawn")
+            with ctx.Manager() as manager, ProcessPoolExecutor(
+                    workers, mp_context=ctx, initializer=_init_worker) as pool:
+                events = manager.Queue()
+                futures = [pool.submit(_worker, t, events) for t in tasks]
+                while not all(f.done() for f in futures):
+                    try:
+                        bar.update(*events.get(timeout=0.2))
+                    except queue.Empty:
+                        pass
+                while not events.empty():
+                    bar.update(*events.get())
+                results = [f.result() for f in futures]
+        for r in results:
+            if r.skipped:
+                bar.skip(r.games)
+    seconds = time.perf_counter() - start
+    played = [r for r in results if not r.skipped]
+    scores = [s for r in played for s in r.scores]
+    positions = sum(r.positions for r in played)
+    return SelfplayResult(games=sum(r.games for r in played), positions=positions,
+                          mean_score=float(np.mean(scores)) if scores else float("nan"), seconds=seconds,
+                          positions_per_second=positions / seconds if seconds > 0 else 0.0,
+                          shards=tuple(str(layout.shard_path(out, t.shard)) for t in tasks))
+
+
+class _Progress:
+    """A rich progress bar: games done, positions per second, running mean score."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.enabled = total, enabled
+        self.games, self.positions, self.score_sum = 0, 0, 0.0
+        self.start = time.perf_counter()
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn("self-play"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("games  {task.fields[rate]:>7.1f} positions/s  "
+                                            "mean score {task.fields[mean]:.2f}"),
+                                 TimeElapsedColumn(), transient=False)
+            self._bar.start()
+            self._task = self._bar.add_task("self-play", total=self.total, rate=0.0, mean=0.0)
+        return self
+
+    def update(self, score: float, positions: int) -> None:
+        self.games += 1
+        self.positions += positions
+        self.score_sum += score
+        if self.enabled:
+            rate = self.positions / max(time.perf_counter() - self.start, 1e-9)
+            self._bar.update(self._task, completed=self.games, rate=rate, mean=self.score_sum / self.games)
+
+    def skip(self, games: int) -> None:
+        if self.enabled:
+            self._bar.update(self._task, advance=games)
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self._bar.stop()
