@@ -110,6 +110,88 @@ def selfplay_cmd(model: Path, out: Path, progress: bool, params_path: Path | Non
                f"{len(result.shards)} shards in {out}")
 
 
+@main.command("train")
+@click.option("--model", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The best model, to continue from.")
+@click.option("--data", type=click.Path(file_okay=False, path_type=Path), multiple=True, required=True,
+              help="Self-play folders, oldest first; the last one is the new data. Repeat the option.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Candidate checkpoint to write.")
+@click.option("--generation", type=int, default=None, help="Generation of the candidate (default: model's + 1).")
+@click.option("--metrics", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Summary JSON.")
+@click.option("--losses", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Per-step CSV.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@PARAMS_OPTION
+def train_cmd(model: Path, data: tuple[Path, ...], out: Path, generation: int | None, metrics: Path | None,
+              losses: Path | None, progress: bool, params_path: Path | None) -> None:
+    """Train a candidate from the best model on a window of self-play."""
+    from tri.config import load_params
+    from tri.train import run
+
+    r = run(load_params(params_path), model, list(data), out, generation=generation, metrics=metrics,
+            losses=losses, progress=progress)
+    click.echo(f"train: generation {r.generation}, {r.steps} steps on {r.window_positions} positions "
+               f"({r.new_positions} new) in {r.seconds:.1f} s, loss {r.loss:.4f} "
+               f"(policy {r.policy_loss:.4f}, value {r.value_loss:.4f}); wrote {out}")
+
+
+@main.command("arena")
+@click.argument("a")
+@click.argument("b")
+@click.option("--games", type=click.IntRange(2), default=None, help="Seeds (default: arena.games).")
+@click.option("--seed", type=int, default=None, help="Seed of the arena's seeds (default: arena.seed).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the result as JSON.")
+@PARAMS_OPTION
+def arena_cmd(a: str, b: str, games: int | None, seed: int | None, out: Path | None,
+              params_path: Path | None) -> None:
+    """Compare players A and B on the same seeds and decide whether A should replace B.
+
+    A and B: a checkpoint path (plays with search), mcts:PATH:N, net:PATH, random or greedy.
+    """
+    from tri.arena import print_result, run
+    from tri.config import Runtime, load_params
+
+    print_result(run(load_params(params_path), a, b, games=games, seed=seed, out=out, runtime=Runtime()))
+
+
+@main.command("promote")
+@click.option("--arena", "arena_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Arena result JSON (A = the candidate).")
+@click.option("--candidate", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--best", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Best model path, replaced atomically on promotion.")
+@click.option("--rejected", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where a rejected candidate is kept.")
+@click.option("--log", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Decision log (JSON lines).")
+def promote_cmd(arena_path: Path, candidate: Path, best: Path, rejected: Path, log: Path) -> None:
+    """Apply an arena decision: the candidate becomes the best model, or is kept aside."""
+    from tri.promote import run
+
+    r = run(arena_path, candidate, best, rejected=rejected, log=log)
+    click.echo(f"{'promoted' if r.promoted else 'rejected'}: {candidate} -> {r.kept}")
+
+
+@main.command("loop")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True,
+              help="Project folder holding models/ and data/.")
+@click.option("--generations", type=click.IntRange(1), default=None, help="Stop after this many generations.")
+@click.option("--minutes", type=click.FloatRange(0), default=None, help="Stop starting generations after this long.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@PARAMS_OPTION
+def loop_cmd(root: Path, generations: int | None, minutes: float | None, progress: bool,
+             params_path: Path | None) -> None:
+    """Run generations (self-play, train, arena, promote) in this process, continuing after the
+    last recorded one."""
+    from tri.config import Runtime, load_params
+    from tri.loop import run_loop
+
+    if generations is None and minutes is None:
+        raise TriError("tri loop: give --generations or --minutes")
+    run_loop(load_params(params_path), root, generations=generations, minutes=minutes, runtime=Runtime(),
+             progress=progress, report=click.echo)
+
+
 @main.group(cls=_Group)
 def bench() -> None:
     """Measure speed; every figure is a median over repeats."""

@@ -72,6 +72,42 @@ class SelfplayParams(BaseModel):
     seed: int = 0
 
 
+class TrainParams(BaseModel):
+    """``train``: the replay window and the optimisation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    window: int = Field(4, gt=0, description="self-play generations read (the newest are new data)")
+    batch_size: int = Field(256, gt=0)
+    lr: float = Field(2e-3, gt=0)
+    lr_min: float = Field(1e-4, ge=0)
+    warmup_steps: int = Field(20, ge=0)
+    weight_decay: float = Field(1e-4, ge=0)
+    grad_clip: float = Field(1.0, gt=0)
+    value_weight: float = Field(1.0, ge=0)
+    samples_per_position: float = Field(4.0, gt=0, description="times each new position is trained on")
+    max_steps: int = Field(2000, gt=0)
+    threads: int = Field(1, gt=0, description="torch threads: part of the result (float summation order)")
+    seed: int = 0
+
+
+class ArenaParams(BaseModel):
+    """``arena``: how a candidate is compared with the best, and the promotion rule."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    games: int = Field(64, gt=1, description="paired seeds (single-player); games per colour (two-player)")
+    simulations: int = Field(64, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    temperature_moves: int = Field(0, ge=0)
+    max_moves: int = Field(1000, gt=0, description="a game is cut after this many moves")
+    concurrent: int = Field(64, gt=0)
+    rule: Literal["ci_lower", "mean"] = Field(
+        "ci_lower", description="single-player: promote when the paired difference's lower 95% bound "
+                                "(ci_lower) or its mean (mean) is above threshold")
+    threshold: float = 0.0
+    win_rate: float = Field(0.55, ge=0, le=1, description="two-player: promote at this score rate")
+    seed: int = 1
+
+
 class Params(BaseSettings):
     """Every result-affecting number, one section per stage."""
 
@@ -80,6 +116,8 @@ class Params(BaseSettings):
     net: NetParams = NetParams()
     mcts: MctsParams = MctsParams()
     selfplay: SelfplayParams = SelfplayParams()
+    train: TrainParams = TrainParams()
+    arena: ArenaParams = ArenaParams()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings],

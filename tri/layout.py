@@ -1,11 +1,18 @@
 """Where every stage's files live. No other module builds paths.
 
-::
+Generation ``N`` is the ``N``-th turn of the loop: the best model plays, a candidate is
+trained, the arena decides. Numbers are zero-padded::
 
-    models/gen-NNNN.pt                    checkpoints (generation zero-padded)
-    data/selfplay/gen-NNNN/               self-play of the model of generation NNNN
+    models/best.pt                        the current best model (a copy, replaced atomically)
+    models/gen-0000.pt                    the initial network
+    models/candidates/gen-NNNN.pt         the candidate trained in generation N
+    models/rejected/gen-NNNN.pt           a candidate the arena did not promote
+    models/promotions.jsonl               one line per decision
+    data/selfplay/gen-NNNN/               self-play of generation N (by the best model then)
         shard-SSS.parquet                 positions (schema: tri.shards)
         shard-SSS.games.parquet           one summary row per game
+    data/train/gen-NNNN/metrics.json      training summary; losses.csv: loss per step
+    data/arena/gen-NNNN.json              the arena's result and decision
 """
 
 from __future__ import annotations
@@ -15,12 +22,47 @@ from pathlib import Path
 SHARD_GLOB = "shard-*[0-9].parquet"
 
 
+def _gen(generation: int) -> str:
+    return f"gen-{generation:04d}"
+
+
 def model_path(root: Path, generation: int) -> Path:
-    return Path(root) / "models" / f"gen-{generation:04d}.pt"
+    return Path(root) / "models" / f"{_gen(generation)}.pt"
+
+
+def best_path(root: Path) -> Path:
+    return Path(root) / "models" / "best.pt"
+
+
+def candidate_path(root: Path, generation: int) -> Path:
+    return Path(root) / "models" / "candidates" / f"{_gen(generation)}.pt"
+
+
+def rejected_path(root: Path, generation: int) -> Path:
+    return Path(root) / "models" / "rejected" / f"{_gen(generation)}.pt"
+
+
+def promotions_log(root: Path) -> Path:
+    return Path(root) / "models" / "promotions.jsonl"
+
+
+def train_dir(root: Path, generation: int) -> Path:
+    return Path(root) / "data" / "train" / _gen(generation)
+
+
+def arena_path(root: Path, generation: int) -> Path:
+    return Path(root) / "data" / "arena" / f"{_gen(generation)}.json"
 
 
 def selfplay_dir(root: Path, generation: int) -> Path:
-    return Path(root) / "data" / "selfplay" / f"gen-{generation:04d}"
+    return Path(root) / "data" / "selfplay" / _gen(generation)
+
+
+def window_dirs(root: Path, generation: int, window: int) -> list[Path]:
+    """Self-play folders of the last ``window`` generations up to ``generation``, oldest first,
+    that exist."""
+    folders = [selfplay_dir(root, g) for g in range(max(0, generation - window + 1), generation + 1)]
+    return [f for f in folders if f.exists()]
 
 
 def shard_path(folder: Path, shard: int) -> Path:

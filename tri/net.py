@@ -25,8 +25,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tri import atomic
 from tri.config import NetParams
 from tri.errors import TriError
 
@@ -174,22 +173,11 @@ def build_model(game, params: NetParams) -> PolicyValueNet:
 def save_checkpoint(ckpt: Checkpoint, path: str | Path) -> None:
     """Write ``ckpt`` atomically: a temporary file in the same folder, then a rename, so a crash
     leaves the previous file intact."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "meta": json.dumps(ckpt.meta()),
                "model": ckpt.model.state_dict(), "optimizer": ckpt.optimizer}
     buffer = io.BytesIO()
     torch.save(payload, buffer)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(buffer.getvalue())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_bytes(path, buffer.getvalue())
 
 
 def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.device = "cpu") -> Checkpoint:

@@ -32,6 +32,7 @@ class ShardTask:
     params: Params
     model: str
     out: str
+    generation: int
     shard: int
     first_game: int
     seeds: tuple[int, ...]
@@ -93,7 +94,7 @@ def play_shard(task: ShardTask, report=None) -> ShardResult:
     torch.manual_seed(params.selfplay.seed)
     sp = params.selfplay
     agent = MctsAgent(game, make_evaluator(ckpt.model, game, task.device), params.mcts,
-                      shard_rng(sp.seed, ckpt.generation, task.shard), noise=True,
+                      shard_rng(sp.seed, task.generation, task.shard), noise=True,
                       temperature=sp.temperature, temperature_moves=sp.temperature_moves)
 
     def on_game(summary, positions):
@@ -106,7 +107,7 @@ def play_shard(task: ShardTask, report=None) -> ShardResult:
     for g in episodes.games:
         g.index += task.first_game
     episodes.positions.game += task.first_game
-    write_shard(game, episodes, positions_file, games_file, generation=ckpt.generation,
+    write_shard(game, episodes, positions_file, games_file, generation=task.generation,
                 model_id=ckpt.model_id, key=key)
     return ShardResult(task.shard, len(episodes.games), len(episodes.positions),
                        time.perf_counter() - start, tuple(g.score for g in episodes.games))
@@ -116,7 +117,7 @@ def _task_key(task: ShardTask, model_id: str) -> str:
     """Identifies a shard's inputs: an existing shard is reused only if this matches."""
     p = task.params
     text = json.dumps([p.game.model_dump(mode="json"), p.mcts.model_dump(mode="json"),
-                       p.selfplay.model_dump(mode="json"), model_id, task.shard, task.first_game,
+                       p.selfplay.model_dump(mode="json"), model_id, task.generation, task.shard, task.first_game,
                        list(task.seeds)], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -132,20 +133,22 @@ def _worker(task: ShardTask, events) -> ShardResult:
     return play_shard(task, lambda score, positions: events.put((score, positions)))
 
 
-def run(params: Params, model: Path, out: Path, *, runtime: Runtime | None = None,
-        progress: bool = True) -> SelfplayResult:
-    """Play ``params.selfplay.games`` games with the checkpoint ``model`` into the folder ``out``."""
+def run(params: Params, model: Path, out: Path, *, generation: int | None = None,
+        runtime: Runtime | None = None, progress: bool = True) -> SelfplayResult:
+    """Play ``params.selfplay.games`` games with the checkpoint ``model`` into the folder ``out``.
+    ``generation`` (default: the model's) labels the data and, with ``selfplay.seed``, seeds it."""
     from tri.games import make_game
     from tri.net import load_checkpoint
 
     runtime = runtime or Runtime()
     game = make_game(params.game)
-    generation = load_checkpoint(model, game).generation  # fails early on a bad checkpoint
+    model_generation = load_checkpoint(model, game).generation  # fails early on a bad checkpoint
+    generation = model_generation if generation is None else generation
     sp = params.selfplay
     seeds = game_seeds(sp.seed, generation, sp.games)
     bounds = np.linspace(0, sp.games, min(sp.shards, sp.games) + 1).astype(int)
     device = "cpu" if runtime.device == "auto" else runtime.device
-    tasks = [ShardTask(params, str(model), str(out), i, int(lo), tuple(int(s) for s in seeds[lo:hi]), device)
+    tasks = [ShardTask(params, str(model), str(out), generation, i, int(lo), tuple(int(s) for s in seeds[lo:hi]), device)
              for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
     Path(out).mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

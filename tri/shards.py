@@ -32,8 +32,6 @@ Files are written under a temporary name and renamed when complete.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +39,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tri import atomic
 from tri.episodes import Episodes
 from tri.errors import TriError
 
@@ -52,18 +51,6 @@ def _metadata(game) -> dict[bytes, bytes]:
             "tri.game_config": json.dumps(game.config.model_dump(mode="json"), sort_keys=True),
             "tri.state_size": str(game.state_size), "tri.num_actions": str(game.num_actions)}
     return {k.encode(): v.encode() for k, v in meta.items()}
-
-
-def _write_atomic(table: pa.Table, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_shard(game, episodes: Episodes, positions_path: Path, games_path: Path, *,
@@ -94,7 +81,8 @@ def write_shard(game, episodes: Episodes, positions_path: Path, games_path: Path
     meta = _metadata(game) | {b"tri.key": key.encode()}
     for frame, path in ((games, games_path), (positions, positions_path)):
         table = frame.to_arrow()
-        _write_atomic(table.replace_schema_metadata({**(table.schema.metadata or {}), **meta}), Path(path))
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
+        atomic.write_with(path, lambda tmp, table=table: pq.write_table(table, tmp, compression="zstd"))
 
 
 def shard_key(path: Path) -> str | None:

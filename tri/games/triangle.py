@@ -112,6 +112,7 @@ class TriangleGame:
                          for r in range(self.board.rows) for c in range(self.board.cols)]
         self._no_refill = np.full((1, self.num_slots), _DRAW, dtype=np.int32)
         self._tab_len = -1
+        self._line_lengths = np.array([len(line) for line in self.board.lines], dtype=np.float64)
 
     # ---- shared tables -------------------------------------------------------------------
 
@@ -276,6 +277,14 @@ class TriangleGame:
         (template 15 mirrored is no template), so a mirrored position has different future
         draws and, in general, a different value."""
         return ()
+
+    def line_fill(self, states: np.ndarray) -> np.ndarray:
+        """``[B]``: sum over the board's lines of (filled fraction)^2, the greedy player's
+        tie-break (it prefers placements that build towards complete lines)."""
+        b = self.board
+        occ = states[:, None, : b.num_words] & b.line_words[None]
+        filled = np.bitwise_count(occ).sum(axis=2)
+        return ((filled / self._line_lengths) ** 2).sum(axis=1)
 
     def states(self, batch: np.ndarray) -> list[TriangleState]:
         """Scalar states of a batch ``[B, L]`` (copies)."""

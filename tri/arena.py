@@ -1,0 +1,217 @@
+"""Arena stage: player A (the candidate) against player B (the best, or a baseline).
+
+Single-player games are compared **paired**: both players play the same ``arena.games`` seeds,
+so both see the same shape draws (a game's draws come from its seed alone: the k-th refill is
+the same whoever plays). Reported: each player's mean score with a 95% confidence interval, the
+mean paired difference A - B with its interval, and per-seed wins/ties/losses. The decision
+follows ``arena.rule``: ``ci_lower`` promotes A when the lower end of the paired difference's
+95% interval is above ``arena.threshold`` (a difference that is unlikely to be noise), ``mean``
+when the mean difference is.
+
+Two-player games: every seed is played twice, A opening once and B once; wins, draws and
+losses, A's score rate (win 1, draw 1/2) with a 95% interval, and promotion when the score
+rate reaches ``arena.win_rate``.
+
+Both use the one game loop of self-play (:func:`tri.episodes.run_episodes`), without noise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tri import atomic
+from tri.config import Params, Runtime
+from tri.episodes import run_episodes
+from tri.errors import TriError
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile (Cornish-Fisher expansion around the normal; within 0.1% for
+    ``df >= 5``, close enough for confidence intervals)."""
+    z = _normal_quantile(p)
+    if df <= 0:
+        return float("inf")
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
+    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
+
+
+def _normal_quantile(p: float) -> float:
+    """Inverse of the standard normal CDF (Acklam's rational approximation, |error| < 1.2e-9)."""
+    a = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02,
+         -3.066479806614716e01, 2.506628277459239e00)
+    b = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01,
+         -1.328068155288572e01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00,
+         4.374664141464968e00, 2.938163982698783e00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
+    if p < 0.02425:
+        q = math.sqrt(-2 * math.log(p))
+        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
+            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
+    if p > 1 - 0.02425:
+        return -_normal_quantile(1 - p)
+    q = p - 0.5
+    r = q * q
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / \
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
+
+
+def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean with a t-based confidence interval."""
+    values = np.asarray(values, dtype=np.float64)
+    n = values.size
+    mean = float(values.mean()) if n else float("nan")
+    if n < 2:
+        return mean, float("-inf"), float("inf")
+    half = t_quantile(0.5 + level / 2, n - 1) * float(values.std(ddof=1)) / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+@dataclass
+class PlayerReport:
+    name: str
+    mean: float
+    low: float
+    high: float
+    mean_steps: float
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ArenaResult:
+    """The comparison and its decision (``promote``: whether A should replace B)."""
+
+    game: str
+    a: PlayerReport
+    b: PlayerReport
+    games: int
+    rule: str
+    promote: bool
+    paired: bool = True
+    diff_mean: float = 0.0
+    diff_low: float = 0.0
+    diff_high: float = 0.0
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+    score_rate: float = 0.0
+    seeds: list[int] = field(default_factory=list)
+    scores_a: list[float] = field(default_factory=list)
+    scores_b: list[float] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+def arena_seeds(seed: int, games: int) -> np.ndarray:
+    """The arena's game seeds (a domain of their own: never the self-play seeds)."""
+    state = np.random.SeedSequence([seed, 0xA2E4A]).generate_state(games, dtype=np.uint64)
+    return (state >> np.uint64(2)).astype(np.int64)
+
+
+def _report(name: str, episodes) -> PlayerReport:
+    scores = np.array([g.score for g in episodes.games])
+    mean, low, high = mean_ci(scores)
+    names = sorted({k for g in episodes.games for k in g.stats})
+    stats = {k: float(np.mean([g.stats.get(k, 0) for g in episodes.games])) for k in names}
+    return PlayerReport(name, mean, low, high, float(np.mean([g.steps for g in episodes.games])), stats)
+
+
+def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int | None = None,
+        out: Path | None = None, runtime: Runtime | None = None) -> ArenaResult:
+    """Compare the players named by specs ``a`` and ``b`` (see :mod:`tri.players`)."""
+    import torch
+
+    from tri.games import make_game
+    from tri.players import make_agent, parse_spec
+
+    runtime = runtime or Runtime()
+    torch.set_num_threads(runtime.workers)
+    ap = params.arena
+    game = make_game(params.game)
+    spec_a, spec_b = parse_spec(a), parse_spec(b)
+    n = games or ap.games
+    seeds = arena_seeds(ap.seed if seed is None else seed, n)
+    device = "cpu" if runtime.device == "auto" else runtime.device
+
+    def agent(spec, salt: int):
+        rng = np.random.default_rng([ap.seed if seed is None else seed, salt])
+        return make_agent(spec, game, params.mcts, ap, rng, device)
+
+    agent_a, agent_b = agent(spec_a, 1), agent(spec_b, 2)
+    if game.num_players == 1:
+        ea = run_episodes(game, [agent_a], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves)
+        eb = run_episodes(game, [agent_b], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves)
+        sa = np.array([g.score for g in ea.games])
+        sb = np.array([g.score for g in eb.games])
+        diff = sa - sb
+        d_mean, d_low, d_high = mean_ci(diff)
+        bound = d_low if ap.rule == "ci_lower" else d_mean
+        result = ArenaResult(
+            game=game.name, a=_report(a, ea), b=_report(b, eb), games=n,
+            rule=f"{ap.rule} > {ap.threshold:g}", promote=bool(bound > ap.threshold),
+            diff_mean=d_mean, diff_low=d_low, diff_high=d_high,
+            wins=int((diff > 1e-9).sum()), ties=int((np.abs(diff) <= 1e-9).sum()),
+            losses=int((diff < -1e-9).sum()), seeds=seeds.tolist(), scores_a=sa.tolist(), scores_b=sb.tolist())
+    else:
+        both = np.concatenate([seeds, seeds])
+        first = np.concatenate([np.zeros(n, np.int64), np.ones(n, np.int64)])
+        e = run_episodes(game, [agent_a, agent_b], both, concurrent=ap.concurrent, max_moves=ap.max_moves,
+                         first_seat=first)
+        outcome = np.array([g.outcome for g in e.games])  # seat 0 = A
+        points = (outcome + 1) / 2
+        rate, low, high = mean_ci(points)
+        result = ArenaResult(
+            game=game.name, a=PlayerReport(a, rate, low, high, float(np.mean([g.steps for g in e.games]))),
+            b=PlayerReport(b, 1 - rate, 1 - high, 1 - low, float(np.mean([g.steps for g in e.games]))),
+            games=2 * n, rule=f"score rate >= {ap.win_rate:g}", promote=bool(rate >= ap.win_rate), paired=False,
+            wins=int((outcome > 0).sum()), ties=int((outcome == 0).sum()), losses=int((outcome < 0).sum()),
+            score_rate=rate, seeds=both.tolist(), scores_a=points.tolist(), scores_b=(1 - points).tolist())
+    if out is not None:
+        atomic.write_text(out, result.to_json() + "\n")
+    return result
+
+
+def load_result(path: Path) -> ArenaResult:
+    """Read an arena JSON written by :func:`run`."""
+    try:
+        data = json.loads(Path(path).read_text())
+        data["a"], data["b"] = PlayerReport(**data["a"]), PlayerReport(**data["b"])
+        return ArenaResult(**data)
+    except FileNotFoundError:
+        raise TriError(f"arena result {path}: file not found") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise TriError(f"arena result {path}: not an arena result ({exc})") from None
+
+
+def print_result(result: ArenaResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:
+        console.width = 110
+    single = result.paired
+    table = Table(title=f"arena: {result.game}, {result.games} games" + (" (paired seeds)" if single else ""),
+                  title_justify="left")
+    for col in ("player", "mean score" if single else "score rate", "95% interval", "mean steps"):
+        table.add_column(col, justify="left" if col == "player" else "right")
+    for side in (result.a, result.b):
+        table.add_row(side.name, f"{side.mean:.3f}", f"[{side.low:.3f}, {side.high:.3f}]", f"{side.mean_steps:.1f}")
+    console.print(table)
+    if single:
+        console.print(f"paired difference A - B: {result.diff_mean:+.3f}  95% interval "
+                      f"[{result.diff_low:+.3f}, {result.diff_high:+.3f}];  per seed A wins {result.wins}, "
+                      f"ties {result.ties}, loses {result.losses}")
+    else:
+        console.print(f"A: {result.wins} wins, {result.ties} draws, {result.losses} losses")
+    verdict = "promote A" if result.promote else "keep B"
+    console.print(f"decision ({result.rule}): {verdict}")

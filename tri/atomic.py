@@ -1,0 +1,54 @@
+"""Crash-safe file writes: everything tri writes goes to a temporary file in the destination's
+folder and is renamed over the destination when complete, so a crash mid-write leaves the last
+good file (and at worst a hidden ``.NAME.*.tmp`` file, never a partial ``NAME``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """``with replacing(path) as tmp:`` write ``tmp``; on success it is renamed over ``path``
+    (readable by all, like a normal file); on error it is removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    with replacing(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    with replacing(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_with(path: str | Path, writer: Callable[[Path], None]) -> None:
+    """Atomically create ``path`` with ``writer(tmp_path)``."""
+    with replacing(path) as tmp:
+        writer(tmp)
+
+
+def copy(src: str | Path, dst: str | Path) -> None:
+    """Copy ``src`` over ``dst``; ``dst`` is always either the old or the new file."""
+    with replacing(dst) as tmp:
+        shutil.copyfile(src, tmp)

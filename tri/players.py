@@ -1,0 +1,110 @@
+"""Players by name: what ``tri arena`` and the loop accept wherever a model is expected.
+
+========================  ===========================================================
+spec                      player
+========================  ===========================================================
+``random``                a uniformly random legal move
+``greedy``                the move with the best immediate reward; ties broken by the
+                          game's line-filling heuristic (triangle: the sum over lines of
+                          the squared filled fraction after the move), then lowest action
+``PATH.pt``               the checkpoint with search (``arena.simulations``)
+``mcts:PATH:N``           the checkpoint with ``N`` simulations of search
+``net:PATH``              the checkpoint's policy alone, no search (most probable move)
+========================  ===========================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tri.agents import Decision, MctsAgent
+from tri.config import ArenaParams, MctsParams
+from tri.errors import TriError
+from tri.games.base import Game, sample_legal
+
+
+class RandomAgent:
+    def __init__(self, game: Game, rng: np.random.Generator):
+        self.game, self.rng, self.name = game, rng, "random"
+
+    def act(self, states: np.ndarray, moves: np.ndarray) -> Decision:
+        return Decision(sample_legal(self.game.legal(states), self.rng))
+
+
+class GreedyAgent:
+    """Best immediate reward, then the game's ``line_fill`` tie-break (if it has one), then the
+    lowest action. Deterministic."""
+
+    def __init__(self, game: Game):
+        self.game, self.name = game, "greedy"
+
+    def act(self, states: np.ndarray, moves: np.ndarray) -> Decision:
+        b_idx, actions = np.nonzero(self.game.legal(states))
+        after = self.game.step(states[b_idx], actions)
+        tie = self.game.line_fill(after.states) if hasattr(self.game, "line_fill") else np.zeros(b_idx.size)
+        reward = np.round(after.reward, 9)  # equal rewards must compare equal
+        order = np.lexsort((actions, -tie, -reward, b_idx))
+        first = np.ones(order.size, bool)
+        first[1:] = b_idx[order][1:] != b_idx[order][:-1]
+        chosen = np.full(states.shape[0], -1, np.int64)
+        chosen[b_idx[order][first]] = actions[order][first]
+        return Decision(chosen)
+
+
+class NetAgent:
+    """The network's most probable legal move."""
+
+    def __init__(self, game: Game, evaluate, name: str):
+        self.game, self.evaluate, self.name = game, evaluate, name
+
+    def act(self, states: np.ndarray, moves: np.ndarray) -> Decision:
+        priors, legal, values = self.evaluate(states)
+        return Decision(np.argmax(np.where(legal, priors, -1.0), axis=1).astype(np.int64), priors, values)
+
+
+@dataclass(frozen=True)
+class PlayerSpec:
+    kind: str  # random | greedy | mcts | net
+    path: Path | None = None
+    simulations: int | None = None
+    text: str = ""
+
+
+def parse_spec(text: str) -> PlayerSpec:
+    """Parse a player spec (see the module docstring); raises :class:`TriError` if malformed."""
+    if text in ("random", "greedy"):
+        return PlayerSpec(text, text=text)
+    if text.startswith("models:/"):
+        raise TriError(f"player {text!r}: MLflow model URIs need tracking, which this version does not have yet")
+    if text.startswith("net:"):
+        return PlayerSpec("net", Path(text[4:]), text=text)
+    if text.startswith("mcts:"):
+        path, _, sims = text[5:].rpartition(":")
+        if not path or not sims.isdigit() or int(sims) <= 0:
+            raise TriError(f"player {text!r}: expected mcts:PATH:SIMULATIONS, e.g. mcts:models/gen-0003.pt:128")
+        return PlayerSpec("mcts", Path(path), int(sims), text=text)
+    if text.endswith(".pt") or Path(text).suffix == ".pt" or Path(text).exists():
+        return PlayerSpec("mcts", Path(text), text=text)
+    raise TriError(f"unknown player {text!r}: use random, greedy, a checkpoint path (.pt), "
+                   "mcts:PATH:N or net:PATH")
+
+
+def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParams,
+               rng: np.random.Generator, device: str = "cpu"):
+    """The agent a spec names (checkpoints are checked to be of ``game``)."""
+    if spec.kind == "random":
+        return RandomAgent(game, rng)
+    if spec.kind == "greedy":
+        return GreedyAgent(game)
+    from tri.net import load_checkpoint, make_evaluator
+
+    ckpt = load_checkpoint(spec.path, game)
+    evaluate = make_evaluator(ckpt.model, game, device)
+    if spec.kind == "net":
+        return NetAgent(game, evaluate, spec.text)
+    return MctsAgent(game, evaluate, mcts, rng, noise=False, temperature=arena.temperature,
+                     temperature_moves=arena.temperature_moves,
+                     simulations=spec.simulations or arena.simulations, name=spec.text)

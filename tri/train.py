@@ -1,0 +1,187 @@
+"""Training stage: the best model continues learning on a window of recent self-play.
+
+:func:`run` reads the positions of the given self-play folders (the newest last) with polars,
+draws minibatches uniformly from the whole window, and trains
+
+- the policy by cross-entropy to the search's visit distribution (illegal actions masked), and
+- the value by cross-entropy to the two-hot encoded value target (single-player) or by squared
+  error to the outcome (two-player),
+
+with AdamW, a linear warm-up then cosine learning-rate schedule, and gradient clipping. The
+number of steps follows KataGo's rule of thumb: each *new* position (the newest folder) is seen
+about ``train.samples_per_position`` times, capped by ``train.max_steps``. Games with symmetries
+get a random symmetry per sample. The optimizer state travels in the checkpoint, so the next
+generation continues it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tri import atomic, layout
+from tri.config import Params
+from tri.errors import TriError
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    generation: int
+    steps: int
+    window_positions: int
+    new_positions: int
+    seconds: float
+    loss: float
+    policy_loss: float
+    value_loss: float
+    model_id: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+def _load_window(game, folders: list[Path]) -> tuple[dict[str, np.ndarray], int]:
+    from tri.shards import read_positions
+
+    paths_per_folder = [layout.shard_paths(f) for f in folders]
+    for folder, paths in zip(folders, paths_per_folder):
+        if not paths:
+            raise TriError(f"self-play folder {folder}: no shards found")
+    columns = ["state", "legal", "policy", "value_target"]
+    frames = [read_positions(paths, game, columns) for paths in paths_per_folder]
+    new = len(frames[-1])
+    import polars as pl
+
+    df = pl.concat(frames).rechunk()
+    data = {"state": df["state"].to_numpy().astype(np.uint64, copy=False),
+            "legal": df["legal"].to_numpy().astype(bool, copy=False),
+            "policy": df["policy"].to_numpy().astype(np.float32, copy=False),
+            "value_target": df["value_target"].to_numpy().astype(np.float32, copy=False)}
+    return data, new
+
+
+def _lr(step: int, total: int, params) -> float:
+    warm = min(params.warmup_steps, max(total // 10, 1))
+    if step < warm:
+        return params.lr * (step + 1) / warm
+    progress = (step - warm) / max(total - warm, 1)
+    return params.lr_min + 0.5 * (params.lr - params.lr_min) * (1 + math.cos(math.pi * progress))
+
+
+def run(params: Params, model: Path, data: list[Path], out: Path, *, generation: int | None = None,
+        metrics: Path | None = None, losses: Path | None = None, progress: bool = True) -> TrainResult:
+    """Train ``model`` (the current best) on the self-play ``data`` folders (oldest first; the last
+    is the new data) and write the candidate checkpoint ``out`` labelled ``generation`` (default:
+    the model's + 1), the summary ``metrics`` (JSON) and per-step ``losses`` (CSV: step, lr, loss,
+    policy_loss, value_loss)."""
+    import torch
+    import torch.nn.functional as F
+
+    from tri.games import make_game
+    from tri.net import Checkpoint, load_checkpoint, save_checkpoint, two_hot
+
+    tp = params.train
+    if not data:
+        raise TriError("train: no self-play folders given")
+    start = time.perf_counter()
+    torch.set_num_threads(tp.threads)
+    game = make_game(params.game)
+    best = load_checkpoint(model, game)
+    generation = best.generation + 1 if generation is None else generation
+    window, new = _load_window(game, [Path(d) for d in data])
+    size = window["state"].shape[0]
+    steps = min(tp.max_steps, max(1, math.ceil(new * tp.samples_per_position / tp.batch_size)))
+    rng = np.random.default_rng([tp.seed, generation])
+    torch.manual_seed(tp.seed + generation)
+
+    net = best.model
+    net.train()
+    optimizer = torch.optim.AdamW(net.parameters(), lr=tp.lr, weight_decay=tp.weight_decay)
+    if best.optimizer:
+        try:
+            optimizer.load_state_dict(best.optimizer)
+        except (ValueError, KeyError):
+            pass  # a different network shape: start the optimizer afresh
+    symmetries = game.symmetries()
+    single = game.num_players == 1
+    rows = []
+    bar = _bar(steps, progress)
+    for step in range(steps):
+        idx = rng.integers(0, size, size=tp.batch_size)
+        x = game.encode(window["state"][idx])
+        policy, legal = window["policy"][idx], window["legal"][idx]
+        if symmetries:
+            which = rng.integers(0, len(symmetries) + 1, size=idx.size)
+            for k, sym in enumerate(symmetries, start=1):
+                sel = which == k
+                x[sel] = sym.apply_planes(x[sel])
+                policy[sel], legal[sel] = sym.apply_policy(policy[sel]), sym.apply_policy(legal[sel])
+        lr = _lr(step, steps, tp)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        target_v = torch.from_numpy(window["value_target"][idx])
+        logits, value_out = net(torch.from_numpy(x))
+        legal_t = torch.from_numpy(legal)
+        log_p = torch.log_softmax(logits.masked_fill(~legal_t, -1e9), dim=1)
+        policy_loss = -(torch.from_numpy(policy) * log_p).sum(dim=1).mean()
+        if single:
+            target = two_hot(target_v, net.params.support_max, net.params.support_eps)
+            value_loss = -(target * torch.log_softmax(value_out, dim=1)).sum(dim=1).mean()
+        else:
+            value_loss = F.mse_loss(value_out, target_v)
+        loss = policy_loss + tp.value_weight * value_loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), tp.grad_clip)
+        optimizer.step()
+        rows.append((step, lr, loss.item(), policy_loss.item(), value_loss.item()))
+        if bar:
+            bar.update(bar.task_ids[0], advance=1, loss=rows[-1][2])
+    if bar:
+        bar.stop()
+    net.eval()
+    provenance = {"parent_model_id": best.model_id, "parent_generation": str(best.generation),
+                  "data": ",".join(str(d) for d in data), "train_steps": str(steps)}
+    candidate = Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"),
+                           net_params=best.net_params, generation=generation, model=net,
+                           provenance=provenance, optimizer=optimizer.state_dict())
+    save_checkpoint(candidate, out)
+    tail = rows[-max(1, len(rows) // 10):]
+    result = TrainResult(generation=generation, steps=steps, window_positions=size, new_positions=new,
+                         seconds=time.perf_counter() - start,
+                         loss=float(np.mean([r[2] for r in tail])),
+                         policy_loss=float(np.mean([r[3] for r in tail])),
+                         value_loss=float(np.mean([r[4] for r in tail])), model_id=candidate.model_id)
+    if metrics is not None:
+        atomic.write_text(metrics, result.to_json() + "\n")
+    if losses is not None:
+        write_losses(Path(losses), rows)
+    return result
+
+
+def write_losses(path: Path, rows: list[tuple]) -> None:
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["step", "lr", "loss", "policy_loss", "value_loss"])
+    writer.writerows((s, f"{lr:.6g}", f"{a:.6f}", f"{b:.6f}", f"{c:.6f}") for s, lr, a, b, c in rows)
+    atomic.write_text(path, buffer.getvalue())
+
+
+def _bar(total: int, enabled: bool):
+    if not enabled:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("train"), BarColumn(), MofNCompleteColumn(), TextColumn("steps  loss {task.fields[loss]:.4f}"),
+                   TimeElapsedColumn())
+    bar.add_task("train", total=total, loss=float("nan"))
+    bar.start()
+    return bar
