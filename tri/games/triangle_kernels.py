@@ -290,7 +290,8 @@ def encode_batch(states, tab, out):
     """``out[B, 3 + 2S, rows, cols]`` (zeroed) <- network input planes.
 
     Planes: occupied, playable, up-orientation, the shape in each slot (drawn at a fixed place),
-    and for each slot the anchors where its shape fits now (its legal placements).
+    and for each slot the anchors where its shape fits now (its legal placements; none once the
+    game is over).
     """
     playable, anchors, offsets, sizes, images, const = tab[0], tab[1], tab[2], tab[3], tab[8], tab[10]
     W, n, cols = playable.shape[0], tab[4].shape[1], out.shape[3]
@@ -304,12 +305,13 @@ def encode_batch(states, tab, out):
                 cell = i * 64 + _bit_index(low)
                 out[b, 0, cell // cols, cell % cols] = 1.0
                 w ^= low
+        over = (states[b, W + 1] & GAME_OVER) != 0  # no legal placements once the game is over
         for s in range(S):
             k = np.int64(states[b, W + 2 + s]) - 1
             if k < 0:
                 continue
             out[b, 3 + s] = images[k]
-            for i in range(W):
+            for i in range(W if not over else 0):
                 w = _fit(states, b, k, i, playable, anchors, offsets, sizes)
                 while w:
                     low = w & (~w + _ONE)

@@ -1,0 +1,228 @@
+"""``params.yaml`` loading and validation (one readable line per problem), the ``tri params``
+command, and the environment-driven :class:`Runtime`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
+
+from tri.cli import main as cli
+from tri.config import Params, Runtime, dump_params, load_params
+from tri.errors import ParamsError, TriError
+from tri.games import make_game
+from tri.games.triangle_rules import DEFAULT_TEMPLATES, TriangleConfig
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path: Path, text: str, name: str = "params.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def problems(path: Path) -> list[str]:
+    with pytest.raises(ParamsError) as info:
+        load_params(path)
+    err = info.value
+    assert err.source == str(path)
+    assert str(err).splitlines() == [f"{path}: {p}" for p in err.problems]
+    assert err.exit_code == 2 and isinstance(err, TriError)
+    return err.problems
+
+
+# ---- the shipped file and the defaults --------------------------------------------------------
+
+
+def test_shipped_params_equal_defaults():
+    params = load_params(REPO / "params.yaml")
+    assert params == Params()
+    assert params.game.triangle == TriangleConfig()
+    assert params.game.triangle.templates == DEFAULT_TEMPLATES
+    assert len(params.game.triangle.templates) == 31
+
+
+def test_default_path_and_embedded_defaults(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert load_params() == Params()  # no ./params.yaml: embedded defaults
+    write(tmp_path, "game:\n  triangle:\n    num_slots: 2\n")
+    assert load_params().game.triangle.num_slots == 2  # ./params.yaml when present
+
+
+def test_empty_file_means_defaults(tmp_path):
+    assert load_params(write(tmp_path, "")) == Params()
+
+
+def test_dump_round_trips(tmp_path):
+    assert load_params(write(tmp_path, dump_params(Params()))) == Params()
+    cfg = TriangleConfig(rows=4, cols=7, playable=((1, 6), (0, 7), (0, 7), (1, 6)), num_slots=2,
+                         templates=DEFAULT_TEMPLATES[:5] + (((0, 0, False), (1, 1, False)),))
+    custom = Params(game={"triangle": cfg})
+    loaded = load_params(write(tmp_path, dump_params(custom), "custom.yaml"))
+    assert loaded == custom and loaded != Params()
+    assert make_game(loaded.game).num_actions == 2 * 4 * 7
+
+
+def test_templates_accept_letters_and_booleans(tmp_path):
+    text = "game:\n  triangle:\n    templates:\n      - [[0, 0, U], [1, 0, d]]\n      - [[0, 0, true]]\n"
+    cfg = load_params(write(tmp_path, text)).game.triangle
+    assert cfg.templates == (((0, 0, True), (1, 0, False)), ((0, 0, True),))
+
+
+# ---- one line per problem -------------------------------------------------------------------
+
+
+def test_rows_must_be_positive(tmp_path):
+    assert problems(write(tmp_path, "game: {triangle: {rows: 0}}\n")) == ["game.triangle.rows: must be > 0"]
+
+
+def test_several_problems_one_line_each(tmp_path):
+    lines = problems(write(tmp_path, "game:\n  triangle: {rows: 0, cols: 40, num_slots: abc}\n"))
+    assert "game.triangle.rows: must be > 0" in lines
+    assert "game.triangle.cols: must be <= 32" in lines
+    assert "game.triangle.num_slots: must be an integer" in lines
+    assert len(lines) == 3
+
+
+def test_unknown_setting(tmp_path):
+    lines = problems(write(tmp_path, "game:\n  triangle:\n    rowz: 3\n"))
+    assert lines == ["game.triangle.rowz: unknown setting"]
+    lines = problems(write(tmp_path, "gmae: {}\n", "top.yaml"))
+    assert lines == ["gmae: unknown setting"]
+
+
+def test_invalid_yaml_names_the_line(tmp_path):
+    lines = problems(write(tmp_path, "game:\n  triangle: {rows: 8\n  name: [\n"))
+    assert len(lines) == 1
+    assert "not valid YAML" in lines[0] and "line 3" in lines[0]
+
+
+def test_tab_indentation_is_invalid_yaml(tmp_path):
+    lines = problems(write(tmp_path, "game:\n\ttriangle: {}\n"))
+    assert len(lines) == 1 and "not valid YAML" in lines[0] and "line 2" in lines[0]
+
+
+@pytest.mark.parametrize("text", ["- 1\n- 2\n", "just a string\n", "42\n", "[game, triangle]\n"],
+                         ids=["list", "string", "number", "flow-list"])
+def test_top_level_must_be_a_mapping(tmp_path, text):
+    lines = problems(write(tmp_path, text))
+    assert len(lines) == 1 and "mapping" in lines[0], lines
+
+
+def test_section_must_be_a_mapping(tmp_path):
+    assert problems(write(tmp_path, "game: 3\n")) == ["game: must be a mapping of settings"]
+
+
+def test_missing_explicit_file(tmp_path):
+    assert problems(tmp_path / "nope.yaml") == ["file not found"]
+    assert problems(tmp_path) == ["file not found"]  # a directory is not a file
+
+
+def test_bad_template(tmp_path):
+    lines = problems(write(tmp_path, "game:\n  triangle:\n    templates: [[[0, 0, U]], [[0, 0, X]]]\n"))
+    assert len(lines) == 1 and lines[0].startswith("game.triangle.templates"), lines
+    assert "template 1" in lines[0]
+    lines = problems(write(tmp_path, "game:\n  triangle:\n    templates: []\n", "empty.yaml"))
+    assert len(lines) == 1 and lines[0].startswith("game.triangle.templates")
+
+
+def test_bad_playable(tmp_path):
+    lines = problems(write(tmp_path, "game:\n  triangle: {rows: 4}\n"))
+    assert len(lines) == 1 and lines[0].startswith("game.triangle") and "playable" in lines[0]
+    text = "game:\n  triangle: {rows: 2, cols: 4, playable: [[0, 4], [3, 5]]}\n"
+    lines = problems(write(tmp_path, text, "p2.yaml"))
+    assert len(lines) == 1 and "playable row 1" in lines[0]
+
+
+def test_wrong_game_name(tmp_path):
+    lines = problems(write(tmp_path, "game: {name: chess}\n"))
+    assert len(lines) == 1 and lines[0].startswith("game.name: must be one of")
+
+
+def test_params_ignore_environment(monkeypatch):
+    monkeypatch.setenv("GAME", '{"triangle": {"rows": 3}}')
+    monkeypatch.setenv("TRI_GAME", '{"triangle": {"rows": 3}}')
+    assert Params() == Params(game={})
+    assert Params().game.triangle.rows == 8
+
+
+# ---- the CLI ----------------------------------------------------------------------------------
+
+
+def test_cli_params_prints_effective_yaml(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["params"])
+    assert result.exit_code == 0, result.output
+    assert load_params(write(tmp_path, result.stdout, "echo.yaml")) == Params()
+
+
+def test_cli_params_bad_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "game:\n  triangle: {rows: 0, cols: 40}\n", "bad.yaml")
+    result = CliRunner().invoke(cli, ["params", "--params", "bad.yaml"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == ["error: bad.yaml: game.triangle.rows: must be > 0",
+                                          "error: bad.yaml: game.triangle.cols: must be <= 32"]
+    assert result.stdout == ""
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("game: {triangle: {rows: 8\n", "not valid YAML"),
+    ("- 1\n- 2\n", "mapping"),
+    (None, "file not found"),
+], ids=["yaml", "list", "missing"])
+def test_cli_params_other_errors(tmp_path, monkeypatch, text, needle):
+    monkeypatch.chdir(tmp_path)
+    if text is not None:
+        write(tmp_path, text, "bad.yaml")
+    result = CliRunner().invoke(cli, ["params", "--params", "bad.yaml"])
+    assert result.exit_code == 2, (result.output, result.exception)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: bad.yaml: ") and needle in lines[0], lines
+    assert "Traceback" not in result.output
+
+
+def test_cli_subprocess_exit_status_and_stderr(tmp_path):
+    """The real process: exit status 2, the message on stderr, no traceback."""
+    write(tmp_path, "game: {triangle: {rows: 0}}\n", "bad.yaml")
+    proc = subprocess.run([sys.executable, "-m", "tri.cli", "params", "--params", "bad.yaml"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["error: bad.yaml: game.triangle.rows: must be > 0"]
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+# ---- runtime settings from the environment ----------------------------------------------------
+
+
+def test_runtime_reads_environment(monkeypatch):
+    monkeypatch.setenv("TRI_WORKERS", "3")
+    monkeypatch.setenv("TRI_DEVICE", "cpu")
+    rt = Runtime()
+    assert rt.workers == 3 and rt.device == "cpu"
+
+
+def test_runtime_defaults(monkeypatch):
+    monkeypatch.delenv("TRI_WORKERS", raising=False)
+    monkeypatch.delenv("TRI_DEVICE", raising=False)
+    rt = Runtime()
+    assert rt.device == "auto" and rt.workers == (os.cpu_count() or 1)
+
+
+def test_runtime_rejects_bad_workers(monkeypatch):
+    monkeypatch.setenv("TRI_WORKERS", "0")
+    with pytest.raises(ValidationError):
+        Runtime()
+    monkeypatch.setenv("TRI_WORKERS", "many")
+    with pytest.raises(ValidationError):
+        Runtime()
