@@ -192,6 +192,35 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, progres
              progress=progress, report=click.echo)
 
 
+@main.command("curve")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="PNG to write (default: data/learning-curve.png under --root).")
+@click.option("--baseline", "baselines", multiple=True, metavar="NAME=SCORE",
+              help="A horizontal reference line, e.g. greedy=32.6 (repeatable).")
+def curve_cmd(root: Path, out: Path | None, baselines: tuple[str, ...]) -> None:
+    """Plot the arena mean score per generation and print it as a table."""
+    from tri import layout
+    from tri.report import learning_curve, plot
+
+    points = learning_curve(root)
+    if not points:
+        raise TriError(f"no arena results under {root / 'data' / 'arena'}")
+    lines = {}
+    for item in baselines:
+        name, _, value = item.partition("=")
+        try:
+            lines[name] = float(value)
+        except ValueError:
+            raise TriError(f"--baseline {item!r}: expected NAME=SCORE, e.g. greedy=32.6") from None
+    out = out or layout.learning_curve_path(root)
+    plot(points, out, baselines=lines)
+    click.echo("generation  candidate  best  promoted")
+    for p in points:
+        click.echo(f"{p.generation:>10}  {p.candidate:9.2f}  {p.best:5.2f}  {'yes' if p.promoted else 'no'}")
+    click.echo(f"wrote {out}")
+
+
 @main.group(cls=_Group)
 def bench() -> None:
     """Measure speed; every figure is a median over repeats."""

@@ -13,6 +13,7 @@ trained, the arena decides. Numbers are zero-padded::
         shard-SSS.games.parquet           one summary row per game
     data/train/gen-NNNN/metrics.json      training summary; losses.csv: loss per step
     data/arena/gen-NNNN.json              the arena's result and decision
+    data/learning-curve.png               arena mean score per generation
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ def train_dir(root: Path, generation: int) -> Path:
 
 def arena_path(root: Path, generation: int) -> Path:
     return Path(root) / "data" / "arena" / f"{_gen(generation)}.json"
+
+
+def arena_paths(root: Path) -> list[Path]:
+    """Every generation's arena result, in generation order."""
+    return sorted((Path(root) / "data" / "arena").glob("gen-[0-9]*.json"))
+
+
+def learning_curve_path(root: Path) -> Path:
+    return Path(root) / "data" / "learning-curve.png"
 
 
 def selfplay_dir(root: Path, generation: int) -> Path:

@@ -50,7 +50,9 @@ def h_inv(y: torch.Tensor, eps: float) -> torch.Tensor:
     """Inverse of :func:`h`."""
     if eps == 0:
         return torch.sign(y) * ((torch.abs(y) + 1) ** 2 - 1)
-    return torch.sign(y) * (((torch.sqrt(1 + 4 * eps * (torch.abs(y) + 1 + eps)) - 1) / (2 * eps)) ** 2 - 1)
+    # sqrt(1 + u) - 1 written as u / (sqrt(1 + u) + 1): no cancellation in float32.
+    u = 4 * eps * (torch.abs(y) + 1 + eps)
+    return torch.sign(y) * ((u / (torch.sqrt(1 + u) + 1) / (2 * eps)) ** 2 - 1)
 
 
 def two_hot(values: torch.Tensor, support_max: int, eps: float) -> torch.Tensor:
@@ -199,13 +201,20 @@ def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.de
     try:
         meta = json.loads(payload["meta"])
         net_params = NetParams(**meta["net_params"])
+        name, config, generation = meta["game"], meta["game_config"], int(meta["generation"])
     except Exception as exc:
-        raise TriError(f"checkpoint {path}: damaged metadata ({exc})") from None
+        raise TriError(f"checkpoint {path}: damaged metadata ({type(exc).__name__}: {exc})") from None
     if game is not None:
-        check_game(path, meta["game"], meta["game_config"], game)
-    from tri.games import game_from_meta
+        check_game(path, name, config, game)
+        ckpt_game = game
+    else:
+        from tri.games import game_from_meta
 
-    ckpt_game = game if game is not None else game_from_meta(meta["game"], meta["game_config"])
+        try:
+            ckpt_game = game_from_meta(name, config)
+        except Exception as exc:  # unknown game, or a config its model rejects
+            reason = str(exc).splitlines()[0]
+            raise TriError(f"checkpoint {path}: cannot build its game ({reason[:160]})") from None
     model = PolicyValueNet(ckpt_game.obs_shape, ckpt_game.num_actions, ckpt_game.num_players, net_params)
     try:
         model.load_state_dict(payload["model"])
@@ -213,8 +222,7 @@ def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.de
         reason = str(exc).splitlines()[0]
         raise TriError(f"checkpoint {path}: weights do not match its network config ({reason[:120]})") from None
     model.eval()
-    return Checkpoint(game=meta["game"], game_config=meta["game_config"], net_params=net_params,
-                      generation=int(meta["generation"]), model=model,
+    return Checkpoint(game=name, game_config=config, net_params=net_params, generation=generation, model=model,
                       provenance=dict(meta.get("provenance", {})), optimizer=payload.get("optimizer") or {})
 
 

@@ -9,7 +9,7 @@ Values are from the side to move at each node. An edge ``(n, a)`` leading to chi
 reward ``reward[c]`` received by the player who acted; its action value is
 
 - single-player: ``Q(n, a) = reward[c] + discount * V(c)``, normalised to ``[0, 1]`` by the
-  smallest and largest action values seen in the tree (returns are unbounded);
+  smallest and largest mean action values of the tree's edges so far (returns are unbounded);
 - two-player: ``Q(n, a) = reward[c] - V(c)`` (the child's side to move is the opponent), in
   ``[-1, 1]``.
 
@@ -163,7 +163,8 @@ def _backup(prior, visits, virtual, value_sum, reward, terminal, parent, qmin, q
             leaf_b, leaf_node, leaf_value, leaf_prior, leaf_legal, discount, two_player):
     """Write each evaluated leaf's priors (``leaf_prior [M, A]``, illegal -> -1; terminal leaves
     have an empty row), then add its value to every node on its path, converting it at each edge
-    to the parent's point of view, and remove the path's virtual visits."""
+    to the parent's point of view, remove the path's virtual visits, and widen ``qmin/qmax`` to
+    the updated mean action value of every edge on the path."""
     for m in range(leaf_b.shape[0]):
         b, node = leaf_b[m], leaf_node[m]
         if not terminal[b, node]:
@@ -179,11 +180,12 @@ def _backup(prior, visits, virtual, value_sum, reward, terminal, parent, qmin, q
             value_sum[b, node] += g
             p = parent[b, node]
             if p >= 0:
+                # The normalisation range follows the edges' mean action values (as MuZero).
+                v = value_sum[b, node] / visits[b, node]
+                q = reward[b, node] - v if two_player else reward[b, node] + discount * v
+                qmin[b] = min(qmin[b], q)
+                qmax[b] = max(qmax[b], q)
                 g = reward[b, node] - g if two_player else reward[b, node] + discount * g
-                if g < qmin[b]:
-                    qmin[b] = g
-                if g > qmax[b]:
-                    qmax[b] = g
             node = p
 
 

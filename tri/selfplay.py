@@ -74,8 +74,6 @@ def shard_rng(seed: int, generation: int, shard: int) -> np.random.Generator:
 
 def play_shard(task: ShardTask, report=None) -> ShardResult:
     """Play one shard and write it; ``report(score, positions)`` is called per finished game."""
-    import torch
-
     from tri.agents import MctsAgent
     from tri.episodes import run_episodes
     from tri.games import make_game
@@ -91,7 +89,6 @@ def play_shard(task: ShardTask, report=None) -> ShardResult:
     key = _task_key(task, ckpt.model_id)
     if games_file.exists() and shard_key(positions_file) == key:
         return ShardResult(task.shard, len(task.seeds), 0, 0.0, (), skipped=True)
-    torch.manual_seed(params.selfplay.seed)
     sp = params.selfplay
     agent = MctsAgent(game, make_evaluator(ckpt.model, game, task.device), params.mcts,
                       shard_rng(sp.seed, task.generation, task.shard), noise=True,
@@ -123,6 +120,7 @@ def _task_key(task: ShardTask, model_id: str) -> str:
 
 
 def _init_worker() -> None:
+    """A worker process: torch on one thread (the workers are the parallelism)."""
     import torch
 
     torch.set_num_threads(1)
@@ -155,8 +153,14 @@ def run(params: Params, model: Path, out: Path, *, generation: int | None = None
     with _Progress(sp.games, enabled=progress) as bar:
         workers = min(runtime.workers, len(tasks))
         if workers <= 1:
-            _init_worker()
-            results = [play_shard(t, bar.update) for t in tasks]
+            import torch
+
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)  # as in a worker, so results do not depend on the worker count
+            try:
+                results = [play_shard(t, bar.update) for t in tasks]
+            finally:
+                torch.set_num_threads(threads)
         else:
             ctx = mp.get_context("spawn")
             with ctx.Manager() as manager, ProcessPoolExecutor(

@@ -18,11 +18,12 @@ action         int32                       the action played
 reward         float                       its reward
 score          double                      score before the move
 generation     int32                       generation of the model that played
-model_id       string                      content hash of that model's weights
+model_id       large_string                content hash of that model's weights
 =============  ==========================  ===============================================
 
-Games (``shard-SSS.games.parquet``): game, seed, score, steps, terminal, lines, cleared
-(triangle), outcome (two-player), generation, model_id.
+Games (``shard-SSS.games.parquet``): game, seed, score, steps, terminal, then the game's summed
+per-step counts in name order (triangle: cleared, lines), outcome (two-player), generation,
+model_id.
 
 The file's key-value metadata records ``tri.schema``, ``tri.game``, ``tri.game_config`` (JSON),
 ``tri.state_size`` and ``tri.num_actions``, so a reader can refuse a shard of another game.

@@ -1,0 +1,129 @@
+"""The search never sees the real game's future shape draws.
+
+Two triangle games with the same board and slots but different chance streams have different
+real refills; searched with the same search seed they must give identical results, because the
+search plans with refills drawn from its own generator. The position has a single shape left, so
+every first move inside the tree triggers a refill: a search that used the real stream would see
+different shapes below the root in the two games, and the control at the end shows that such a
+search (a game whose ``reseed`` does nothing) indeed gives different results.
+
+The evaluator hashes ``game.encode`` (board and slots: what a network sees, not the stream word),
+so the evaluator itself cannot tell the two games apart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.search.fakes import hash_evaluator
+from tri.config import MctsParams
+from tri.games.base import sample_legal
+from tri.search import search
+
+PARAMS = MctsParams(simulations=48, c_puct=1.25, discount=0.99)
+
+
+class NoReseed:
+    """The game, except that ``reseed`` keeps the real chance stream (a search that peeks)."""
+
+    def __init__(self, game):
+        self._game = game
+
+    def __getattr__(self, name):
+        return getattr(self._game, name)
+
+    def reseed(self, states, seeds):
+        return states.copy()
+
+
+@pytest.fixture(scope="module")
+def twins(game):
+    """Two positions: same board, one shape in slot 0, other slots empty; chance streams from
+    seeds 1 and 2."""
+    rng = np.random.default_rng(0)
+    state = game.initial(np.array([42]))
+    for _ in range(60):
+        t = game.step(state, sample_legal(game.legal(state), rng))
+        assert not t.terminal[0]
+        state = t.states
+        scalar = game.states(state)[0]
+        filled = [s for s in scalar.shapes if s is not None]
+        if len(filled) == 1 and scalar.grid.sum() >= 20:
+            break
+    else:
+        pytest.fail("no one-shape position reached")
+    shapes = [next(s for s in scalar.shapes if s is not None), None, None]
+    a = game.position(scalar.grid.astype(int), shapes, seed=1)
+    b = game.position(scalar.grid.astype(int), shapes, seed=2)
+    assert not a.game_over and not b.game_over
+    return a, b
+
+
+def evaluator(game):
+    return hash_evaluator(game, (0.0, 3.0), key=game.encode)
+
+
+def test_twins_differ_only_in_their_future(game, twins):
+    a, b = twins
+    assert np.array_equal(a.grid, b.grid) and a.shapes == b.shapes
+    assert not np.array_equal(a.data, b.data)  # the chance stream word
+    assert np.array_equal(game.encode(a.data), game.encode(b.data))
+    # Play the same move in both: it empties the slots, and the real refills differ.
+    move = game.legal_actions(a)[0]
+    a2, step_a = game.place(a, move)
+    b2, step_b = game.place(b, move)
+    assert step_a.refilled and step_b.refilled
+    assert np.array_equal(a2.grid, b2.grid)
+    assert a2.shapes != b2.shapes
+    # So the evaluator does tell the positions after the refill apart.
+    pa, _, va = evaluator(game)(a2.data)
+    pb, _, vb = evaluator(game)(b2.data)
+    assert va[0] != vb[0]
+
+
+@pytest.mark.parametrize("noise", [False, True])
+def test_search_result_does_not_depend_on_the_real_future(game, twins, noise):
+    a, b = twins
+    roots_a, roots_b = a.data.copy(), b.data.copy()
+    ra = search(game, evaluator(game), roots_a, PARAMS, np.random.default_rng(7), noise=noise)
+    rb = search(game, evaluator(game), roots_b, PARAMS, np.random.default_rng(7), noise=noise)
+    np.testing.assert_array_equal(ra.visits, rb.visits)
+    np.testing.assert_array_equal(ra.policy, rb.policy)
+    np.testing.assert_array_equal(ra.value, rb.value)
+    # The whole trees, states included, are the same: no node holds a real refill.
+    n = int(ra.tree.num_nodes[0])
+    assert n == rb.tree.num_nodes[0]
+    np.testing.assert_array_equal(ra.tree.states[:, :n], rb.tree.states[:, :n])
+    # The refills happened inside the search horizon: every root child holds three new shapes.
+    kids = ra.tree.children[0, 0][ra.tree.children[0, 0] >= 0]
+    assert kids.size > 1
+    assert (ra.tree.states[0, kids, game.board.num_words + 2:] != 0).all()
+    # The real positions were not touched.
+    assert np.array_equal(roots_a, a.data) and np.array_equal(roots_b, b.data)
+
+
+def test_refills_in_the_tree_come_from_the_search_seed(game, twins):
+    a, _ = twins
+    r7 = search(game, evaluator(game), a.data, PARAMS, np.random.default_rng(7), noise=False)
+    r8 = search(game, evaluator(game), a.data, PARAMS, np.random.default_rng(8), noise=False)
+    kids7 = r7.tree.children[0, 0][r7.tree.children[0, 0] >= 0]
+    kids8 = r8.tree.children[0, 0][r8.tree.children[0, 0] >= 0]
+    slots = slice(game.board.num_words + 2, None)
+    assert not np.array_equal(r7.tree.states[0, kids7[:1], slots], r8.tree.states[0, kids8[:1], slots])
+    assert not (np.array_equal(r7.visits, r8.visits) and r7.value[0] == r8.value[0])
+
+
+def test_a_search_that_used_the_real_stream_would_differ(game, twins):
+    """The control: with reseeding disabled the twins' trees see their real refills, and the
+    results differ - so the equality above is not an accident of this position."""
+    a, b = twins
+    peek = NoReseed(game)
+    ra = search(peek, evaluator(game), a.data, PARAMS, np.random.default_rng(7), noise=False)
+    rb = search(peek, evaluator(game), b.data, PARAMS, np.random.default_rng(7), noise=False)
+    assert not (np.array_equal(ra.visits, rb.visits) and ra.value[0] == rb.value[0])
+    # ...and below the root the trees hold the real refills of each game.
+    move = int(np.flatnonzero(ra.tree.children[0, 0] >= 0)[0])
+    real_a, _ = game.place(a, game.action_tuple(move))
+    node = ra.tree.children[0, 0, move]
+    assert np.array_equal(ra.tree.states[0, node], real_a.data[0])

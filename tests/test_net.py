@@ -1,0 +1,374 @@
+"""The network's value transform and two-hot targets, the masked policy, and self-describing
+checkpoints: round trip, refusal of damaged or foreign files (without running pickled code), and
+the same through the ``tri`` command."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from tests.search.fakes import TicTacToe
+from tri.cli import main as cli
+from tri.config import NetParams, Params
+from tri.errors import TriError
+from tri.games import make_game
+from tri.games.triangle import TriangleGame
+from tri.games.triangle_rules import TriangleConfig
+from tri.net import (FORMAT, FORMAT_VERSION, Checkpoint, build_model, h, h_inv, load_checkpoint,
+                     make_evaluator, masked_policy, save_checkpoint, two_hot)
+
+SMALL = NetParams(channels=8, blocks=1, value_hidden=16)
+SUPPORT = NetParams().support_max
+EPS = NetParams().support_eps
+
+
+# ---- value transform and two-hot targets --------------------------------------------------------
+
+
+def expectation(targets: torch.Tensor) -> torch.Tensor:
+    return (targets * torch.arange(targets.shape[1], dtype=targets.dtype)).sum(dim=1)
+
+
+VALUES = torch.cat([torch.linspace(0, 500, 20001),
+                    torch.tensor([0.005, 0.015, 0.1, 0.2, 1.0, 1.5, 7.25, 99.99, 499.99])])
+
+
+def test_two_hot_is_a_distribution_on_two_neighbouring_bins():
+    t = two_hot(VALUES, SUPPORT, EPS)
+    assert t.shape == (VALUES.shape[0], SUPPORT + 1)
+    assert (t >= 0).all()
+    torch.testing.assert_close(t.sum(dim=1), torch.ones(VALUES.shape[0]))
+    nonzero = (t > 0).sum(dim=1)
+    assert nonzero.max() <= 2
+    first = (t > 0).float().argmax(dim=1)
+    last = SUPPORT - (t > 0).flip(1).float().argmax(dim=1)
+    assert (last - first <= 1).all()
+
+
+def test_two_hot_expectation_is_h_of_the_value():
+    """The two bins share the mass so that the expectation is exactly ``h(x)`` (clipped to the
+    support): values outside the support go to its ends."""
+    t = two_hot(VALUES, SUPPORT, EPS)
+    torch.testing.assert_close(expectation(t), h(VALUES, EPS).clamp(0, SUPPORT), rtol=0, atol=1e-5)
+    ends = two_hot(torch.tensor([-5.0, 1e6]), SUPPORT, EPS)
+    assert ends[0, 0] == 1 and ends[1, SUPPORT] == 1
+
+
+def test_two_hot_round_trip_coarse():
+    """``h_inv(E[two_hot(x)])`` gives ``x`` back, to float32 accuracy of a sort (see the strict
+    version below)."""
+    back = h_inv(expectation(two_hot(VALUES, SUPPORT, EPS)), EPS)
+    err = (back - VALUES).abs()
+    assert (err <= 5e-4 + 1e-5 * VALUES).all(), float(err.max())
+
+
+def test_two_hot_round_trip_within_1e4():
+    """Within 1e-4 on [0, 500], allowing float32's own resolution at the top (1e-6 relative)."""
+    back = h_inv(expectation(two_hot(VALUES, SUPPORT, EPS)), EPS)
+    err = (back - VALUES).abs()
+    assert (err <= 1e-4 + 1e-6 * VALUES).all(), float(err.max())
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.001, 0.01])
+def test_h_inv_inverts_h(eps):
+    x = torch.cat([torch.linspace(-1000, 1000, 4001, dtype=torch.float64),
+                   torch.tensor([0.0, 1e-6, -1e-6, 0.005, 12345.0], dtype=torch.float64)])
+    torch.testing.assert_close(h_inv(h(x, eps), eps), x, rtol=1e-9, atol=1e-9)
+    y = torch.linspace(-30, 30, 601, dtype=torch.float64)
+    torch.testing.assert_close(h(h_inv(y, eps), eps), y, rtol=1e-9, atol=1e-9)
+    assert (h(x.unique(), eps).diff() > 0).all()  # strictly increasing (unique() sorts)
+    assert h(torch.tensor([0.0], dtype=torch.float64), eps).item() == 0.0
+
+
+def test_masked_policy():
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(5, 12, generator=gen) * 10
+    legal = torch.rand(5, 12, generator=gen) < 0.4
+    legal[0] = False  # no legal action: all zeros
+    legal[1] = False
+    legal[1, 7] = True  # a single legal action gets everything
+    legal[2] = True
+    p = masked_policy(logits, legal)
+    assert (p[~legal] == 0).all()
+    assert (p[0] == 0).all()
+    assert p[1, 7] == 1
+    torch.testing.assert_close(p[1:].sum(dim=1), torch.ones(4))
+    torch.testing.assert_close(p[2], torch.softmax(logits[2], dim=0))
+    # Among legal actions: the softmax of the legal logits.
+    row = 3
+    torch.testing.assert_close(p[row, legal[row]], torch.softmax(logits[row, legal[row]], dim=0))
+
+
+# ---- checkpoints --------------------------------------------------------------------------------
+
+
+def make_checkpoint(game, params: NetParams = SMALL, generation: int = 3) -> Checkpoint:
+    """A small network with non-trivial batch-norm statistics and optimizer state."""
+    model = build_model(game, params)
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.copy_(torch.rand(m.running_mean.shape, generator=gen) - 0.5)
+                m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) + 0.5)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    logits, value = model(torch.from_numpy(game.encode(game.initial(np.arange(2)))))
+    (logits.sum() + value.sum()).backward()
+    opt.step()
+    opt.zero_grad()
+    model.eval()
+    return Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"), net_params=params,
+                      generation=generation, model=model,
+                      provenance={"parent": "gen-0002", "commit": "abc123"}, optimizer=opt.state_dict())
+
+
+@pytest.fixture(scope="module")
+def saved(game, tmp_path_factory):
+    ckpt = make_checkpoint(game)
+    path = tmp_path_factory.mktemp("ckpt") / "gen-0003.pt"
+    save_checkpoint(ckpt, path)
+    return ckpt, path
+
+
+def test_checkpoint_round_trip(game, saved):
+    ckpt, path = saved
+    assert os.listdir(path.parent) == [path.name]  # written atomically: no temporary left
+    loaded = load_checkpoint(path, game)
+    assert loaded.model_id == ckpt.model_id
+    assert loaded.meta() == ckpt.meta()
+    assert (loaded.game, loaded.generation, loaded.net_params) == ("triangle", 3, SMALL)
+    assert loaded.provenance == {"parent": "gen-0002", "commit": "abc123"}
+    assert not loaded.model.training
+    # Optimizer state comes back and can be loaded into an optimizer of the loaded model.
+    assert loaded.optimizer["param_groups"] == ckpt.optimizer["param_groups"]
+    for k, v in ckpt.optimizer["state"].items():
+        torch.testing.assert_close(loaded.optimizer["state"][k]["exp_avg"], v["exp_avg"], rtol=0, atol=0)
+    torch.optim.Adam(loaded.model.parameters()).load_state_dict(loaded.optimizer)
+    # Identical outputs, buffers included.
+    states = game.initial(np.arange(6))
+    x = torch.from_numpy(game.encode(states))
+    with torch.inference_mode():
+        for a, b in zip(ckpt.model(x), loaded.model(x)):
+            assert torch.equal(a, b)
+    pa, la, va = make_evaluator(ckpt.model, game)(states)
+    pb, lb, vb = make_evaluator(loaded.model, game)(states)
+    np.testing.assert_array_equal(pa, pb)
+    np.testing.assert_array_equal(la, lb)
+    np.testing.assert_array_equal(va, vb)
+    # Without a game, the checkpoint rebuilds its own.
+    assert load_checkpoint(path).model_id == ckpt.model_id
+
+
+def test_model_id_is_a_content_hash(game, saved):
+    ckpt, _ = saved
+    other = make_checkpoint(game)
+    assert other.model_id == ckpt.model_id  # same seed, same updates
+    with torch.no_grad():
+        next(other.model.parameters()).view(-1)[0] += 1e-3
+    assert other.model_id != ckpt.model_id
+    assert make_checkpoint(game, SMALL.model_copy(update={"seed": 1})).model_id != ckpt.model_id
+
+
+def test_build_model_leaves_the_global_generator_alone(game):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    build_model(game, SMALL)
+    assert torch.equal(torch.rand(3), expected)
+
+
+class _Payload:
+    """Unpickling this object creates ``marker`` (it must never happen in ``load_checkpoint``)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def _corrupt(kind: str, path: Path, valid: bytes, marker: Path) -> None:
+    if kind == "truncated":
+        path.write_bytes(valid[: len(valid) // 2])
+    elif kind == "random":
+        path.write_bytes(np.random.default_rng(0).bytes(4096))
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "plain_pickle":
+        with open(path, "wb") as f:
+            pickle.dump({"format": FORMAT, "format_version": FORMAT_VERSION, "x": _Payload(marker)}, f)
+    elif kind == "torch_pickle":
+        torch.save({"format": FORMAT, "format_version": FORMAT_VERSION, "meta": _Payload(marker)}, path)
+    elif kind == "not_tri":
+        torch.save({"weights": torch.zeros(3)}, path)
+    elif kind == "version":
+        buf = io.BytesIO(valid)
+        payload = torch.load(buf, weights_only=True)
+        payload["format_version"] = FORMAT_VERSION + 1
+        torch.save(payload, path)
+    elif kind == "bad_meta":
+        payload = torch.load(io.BytesIO(valid), weights_only=True)
+        payload["meta"] = "{not json"
+        torch.save(payload, path)
+    elif kind == "bad_weights":
+        payload = torch.load(io.BytesIO(valid), weights_only=True)
+        payload["model"] = {k: v for i, (k, v) in enumerate(payload["model"].items()) if i}
+        torch.save(payload, path)
+    else:
+        raise AssertionError(kind)
+
+
+KINDS = ["truncated", "random", "empty", "plain_pickle", "torch_pickle", "not_tri", "version",
+         "bad_meta", "bad_weights"]
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+@pytest.mark.parametrize("kind", KINDS)
+def test_damaged_checkpoint_raises_one_line_error(game, saved, tmp_path, kind):
+    valid = saved[1].read_bytes()
+    path = tmp_path / f"{kind}.pt"
+    marker = tmp_path / "pickle-ran"
+    _corrupt(kind, path, valid, marker)
+    with pytest.raises(TriError) as info:
+        load_checkpoint(path, game)
+    message = str(info.value)
+    assert str(path) in message
+    assert "\n" not in message
+    assert not marker.exists()
+    with pytest.raises(TriError):
+        load_checkpoint(path)  # without a game too
+    assert not marker.exists()
+
+
+def test_the_pickle_payload_is_live(tmp_path):
+    """The control for the two pickle cases: plain ``pickle.load`` of such a file runs the
+    payload (so their passing above means ``load_checkpoint`` did not)."""
+    path, marker = tmp_path / "p.pt", tmp_path / "pickle-ran"
+    _corrupt("plain_pickle", path, b"", marker)
+    with open(path, "rb") as f:
+        pickle.load(f).get("x").close()
+    assert marker.exists()
+
+
+def test_missing_checkpoint(tmp_path, game):
+    path = tmp_path / "nope.pt"
+    with pytest.raises(TriError, match="file not found") as info:
+        load_checkpoint(path, game)
+    assert str(path) in str(info.value)
+
+
+def _rewrite_meta(src: Path, dst: Path, change) -> None:
+    payload = torch.load(src, weights_only=True)
+    meta = json.loads(payload["meta"])
+    change(meta)
+    payload["meta"] = json.dumps(meta)
+    torch.save(payload, dst)
+
+
+@pytest.mark.parametrize("key", ["game", "generation"])
+def test_metadata_missing_a_key_raises_trierror(game, saved, tmp_path, key):
+    path = tmp_path / "meta.pt"
+    _rewrite_meta(saved[1], path, lambda meta: meta.pop(key))
+    with pytest.raises(TriError):
+        load_checkpoint(path, game)
+
+
+def test_checkpoint_of_an_unknown_game_raises_trierror_without_a_game(saved, tmp_path):
+    path = tmp_path / "unknown.pt"
+    _rewrite_meta(saved[1], path, lambda meta: meta.update(game="chess"))
+    with pytest.raises(TriError):
+        load_checkpoint(path)
+
+
+SIX_ROWS = TriangleConfig(rows=6, playable=[(2, 13), (1, 14), (0, 15), (0, 15), (1, 14), (2, 13)])
+
+
+def test_checkpoint_of_another_configuration(game, tmp_path):
+    small = TriangleGame(SIX_ROWS)
+    path = tmp_path / "six.pt"
+    save_checkpoint(make_checkpoint(small), path)
+    with pytest.raises(TriError, match="configuration") as info:
+        load_checkpoint(path, game)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+    # It loads for its own configuration, and on its own.
+    assert load_checkpoint(path, TriangleGame(SIX_ROWS)).game_config["rows"] == 6
+    assert load_checkpoint(path).game_config == SIX_ROWS.model_dump(mode="json")
+
+
+def test_checkpoint_of_another_game(game, tmp_path):
+    ttt = TicTacToe()
+    model = build_model(ttt, SMALL)
+    path = tmp_path / "ttt.pt"
+    save_checkpoint(Checkpoint(game=ttt.name, game_config={}, net_params=SMALL, generation=0, model=model), path)
+    with pytest.raises(TriError, match="tictactoe") as info:
+        load_checkpoint(path, game)
+    assert str(path) in str(info.value)
+
+
+# ---- through the command ------------------------------------------------------------------------
+
+
+def test_cli_selfplay_with_a_corrupt_checkpoint_subprocess(tmp_path):
+    model = tmp_path / "bad.pt"
+    model.write_bytes(np.random.default_rng(1).bytes(1000))
+    proc = subprocess.run([sys.executable, "-m", "tri.cli", "selfplay", "--model", str(model),
+                           "--out", str(tmp_path / "out"), "--no-progress"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert str(model) in lines[0]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "torch_pickle"])
+def test_cli_selfplay_with_a_corrupt_checkpoint(saved, tmp_path, monkeypatch, kind):
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "pickle-ran"
+    _corrupt(kind, tmp_path / "bad.pt", saved[1].read_bytes(), marker)
+    result = CliRunner().invoke(cli, ["selfplay", "--model", "bad.pt", "--out", "out", "--no-progress"])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: checkpoint bad.pt")
+    assert not marker.exists()
+
+
+def test_cli_init_writes_a_generation_zero_checkpoint(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("net:\n  channels: 8\n  blocks: 1\n  value_hidden: 16\n")
+    runner = CliRunner()
+    first = runner.invoke(cli, ["init", "--out", "models/gen-0000.pt"])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(cli, ["init", "--out", "again.pt"])
+    assert second.exit_code == 0, second.output
+    params = Params(net=SMALL)
+    game = make_game(params.game)
+    a = load_checkpoint(tmp_path / "models" / "gen-0000.pt", game)
+    b = load_checkpoint(tmp_path / "again.pt", game)
+    assert a.generation == 0 and a.net_params == SMALL
+    assert a.provenance.get("created_by") == "tri init"
+    assert a.model_id == b.model_id
+    assert a.model_id in first.output
+    assert a.model_id == Checkpoint(game="triangle", game_config={}, net_params=SMALL, generation=0,
+                                    model=build_model(game, SMALL)).model_id
+    # Another net.seed, another network.
+    (tmp_path / "params.yaml").write_text("net:\n  channels: 8\n  blocks: 1\n  value_hidden: 16\n  seed: 5\n")
+    third = runner.invoke(cli, ["init", "--out", "seed5.pt"])
+    assert third.exit_code == 0, third.output
+    assert load_checkpoint(tmp_path / "seed5.pt", game).model_id != a.model_id
+    # A --game that disagrees with params.yaml is a one-line error.
+    bad = runner.invoke(cli, ["init", "--game", "connect4", "--out", "x.pt"])
+    assert bad.exit_code == 1 and bad.stderr.startswith("error: ")
+    assert not (tmp_path / "x.pt").exists()

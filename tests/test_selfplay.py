@@ -1,0 +1,251 @@
+"""Self-play end to end on a tiny setup: the shards' documented schema and contents, the games
+sidecar, determinism (same seed, same bytes; workers 1 or 2), resuming, and refusing shards of
+another game configuration.
+
+The game is a small triangle board (5 x 9) so that some games end by the rules within the move
+cap and others are cut by it: both kinds of value target are checked.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from tri import layout
+from tri.config import GameParams, MctsParams, NetParams, Params, Runtime, SelfplayParams
+from tri.errors import TriError
+from tri.games import make_game
+from tri.games.triangle import TriangleGame
+from tri.games.triangle_rules import TriangleConfig
+from tri.net import Checkpoint, build_model, save_checkpoint
+from tri.selfplay import run
+from tri.shards import check_shard, read_games, read_positions
+
+SMALL_BOARD = TriangleConfig(rows=5, cols=9, playable=[(1, 8), (0, 9), (0, 9), (0, 9), (1, 8)])
+PARAMS = Params(game=GameParams(triangle=SMALL_BOARD),
+                net=NetParams(channels=8, blocks=1, value_hidden=16),
+                mcts=MctsParams(simulations=4, discount=0.9),
+                selfplay=SelfplayParams(games=6, shards=2, concurrent=2, max_moves=8, temperature_moves=4))
+GENERATION = 2
+ONE = Runtime(workers=1, device="cpu")
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """A generation-2 checkpoint and one self-play run of it (workers 1)."""
+    root = tmp_path_factory.mktemp("selfplay")
+    game = make_game(PARAMS.game)
+    ckpt = Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"),
+                      net_params=PARAMS.net, generation=GENERATION, model=build_model(game, PARAMS.net))
+    model = layout.model_path(root, GENERATION)
+    save_checkpoint(ckpt, model)
+    out = layout.selfplay_dir(root, GENERATION)
+    result = run(PARAMS, model, out, runtime=ONE, progress=False)
+    return {"root": root, "game": game, "ckpt": ckpt, "model": model, "out": out, "result": result}
+
+
+def shard_files(folder: Path) -> list[Path]:
+    return sorted(Path(folder).glob("*.parquet"))
+
+
+def file_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in shard_files(folder)}
+
+
+def positions_of(folder: Path, game) -> pl.DataFrame:
+    return read_positions(layout.shard_paths(folder), game)
+
+
+def games_of(folder: Path) -> pl.DataFrame:
+    return read_games(sorted(Path(folder).glob("shard-*.games.parquet")))
+
+
+# ---- what a run writes --------------------------------------------------------------------------
+
+
+def test_run_result_and_files(setup):
+    result, out = setup["result"], setup["out"]
+    assert result.games == PARAMS.selfplay.games
+    assert result.shards == tuple(str(layout.shard_path(out, i)) for i in range(2))
+    assert [p.name for p in shard_files(out)] == ["shard-000.games.parquet", "shard-000.parquet",
+                                                  "shard-001.games.parquet", "shard-001.parquet"]
+    assert not [p for p in Path(out).iterdir() if p.name.startswith(".")]  # no temporaries left
+    positions = positions_of(out, setup["game"])
+    assert result.positions == positions.height > 0
+    games = games_of(out)
+    assert result.mean_score == pytest.approx(games["score"].mean())
+
+
+def test_positions_schema(setup):
+    game = setup["game"]
+    L, A = game.state_size, game.num_actions
+    for path in layout.shard_paths(setup["out"]):
+        schema = pq.read_schema(path)
+        expected = [("game", pa.int64()), ("move", pa.int32()), ("state", pa.list_(pa.uint64(), L)),
+                    ("legal", pa.list_(pa.bool_(), A)), ("policy", pa.list_(pa.float32(), A)),
+                    ("value_target", pa.float32()), ("root_value", pa.float32()), ("action", pa.int32()),
+                    ("reward", pa.float32()), ("score", pa.float64()), ("generation", pa.int32())]
+        assert schema.names == [n for n, _ in expected] + ["model_id"]
+        for name, typ in expected:
+            assert schema.field(name).type == typ, name
+        model_id = schema.field("model_id").type
+        assert pa.types.is_string(model_id) or pa.types.is_large_string(model_id)
+        meta = {k.decode(): v.decode() for k, v in schema.metadata.items()}
+        assert meta["tri.game"] == "triangle"
+        assert meta["tri.state_size"] == str(L) and meta["tri.num_actions"] == str(A)
+        check_shard(path, game)
+
+
+def test_positions_contents(setup):
+    game, ckpt = setup["game"], setup["ckpt"]
+    df = positions_of(setup["out"], game)
+    games = games_of(setup["out"]).sort("game")
+    state = df["state"].to_numpy()
+    legal = df["legal"].to_numpy()
+    policy = df["policy"].to_numpy()
+    assert state.dtype == np.uint64 and state.shape == (df.height, game.state_size)
+    assert legal.shape == policy.shape == (df.height, game.num_actions)
+    # The state re-creates the mask and the network input.
+    np.testing.assert_array_equal(game.legal(state), legal)
+    assert game.encode(state).shape == (df.height, *game.obs_shape)
+    # Policy: a distribution over legal actions (root visit counts / simulations).
+    assert (policy[~legal] == 0).all()
+    np.testing.assert_allclose(policy.sum(axis=1), 1.0, rtol=1e-6)
+    sims = PARAMS.mcts.simulations
+    np.testing.assert_allclose(policy * sims, np.round(policy * sims), atol=1e-5)
+    # The action played is legal; provenance columns.
+    actions = df["action"].to_numpy()
+    assert legal[np.arange(df.height), actions].all()
+    assert (df["generation"] == GENERATION).all() and (df["model_id"] == ckpt.model_id).all()
+
+    discount = PARAMS.mcts.discount
+    terminal_kinds = set()
+    for g in games.iter_rows(named=True):
+        rows = df.filter(pl.col("game") == g["game"]).sort("move")
+        n = rows.height
+        assert n == g["steps"] and rows["move"].to_list() == list(range(n))
+        r = rows["reward"].to_numpy().astype(np.float64)
+        assert g["score"] == pytest.approx(r.sum(), abs=1e-5)
+        np.testing.assert_allclose(rows["score"].to_numpy(), np.concatenate([[0.0], np.cumsum(r)[:-1]]),
+                                   atol=1e-5)
+        # Replaying the recorded actions from the game's seed reproduces every state and reward.
+        s = game.initial(np.array([g["seed"]]))
+        for t, (st, a) in enumerate(zip(rows["state"].to_numpy(), rows["action"].to_numpy())):
+            np.testing.assert_array_equal(st, s[0])
+            step = game.step(s, np.array([a]))
+            assert np.float32(step.reward[0]) == np.float32(r[t])
+            s = step.states
+        assert bool(game.terminal(s)[0]) == g["terminal"]
+        assert g["terminal"] or n == PARAMS.selfplay.max_moves
+        terminal_kinds.add(g["terminal"])
+        # Value targets: discounted returns; a cut game's last target is its search value.
+        z = np.zeros(n)
+        future = 0.0 if g["terminal"] else float(rows["root_value"][n - 1])
+        for t in range(n - 1, -1, -1):
+            if not (t == n - 1 and not g["terminal"]):
+                future = r[t] + discount * future
+            z[t] = future
+        np.testing.assert_allclose(rows["value_target"].to_numpy(), z, rtol=1e-5, atol=1e-6)
+    assert terminal_kinds == {True, False}, "the setup should produce both ended and cut games"
+
+
+def test_games_sidecar(setup):
+    games = games_of(setup["out"])
+    assert {"game", "seed", "score", "steps", "terminal", "lines", "cleared", "outcome", "generation",
+            "model_id"} <= set(games.columns)
+    assert sorted(games["game"].to_list()) == list(range(PARAMS.selfplay.games))
+    assert games["seed"].n_unique() == PARAMS.selfplay.games
+    assert (games["generation"] == GENERATION).all()
+    assert (games["model_id"] == setup["ckpt"].model_id).all()
+    assert (games["outcome"] == 0).all()  # single-player
+    # Shard i holds a contiguous block of games, in both files.
+    for i in range(2):
+        g = pl.read_parquet(layout.games_path(setup["out"], i))["game"].to_list()
+        p = pl.read_parquet(layout.shard_path(setup["out"], i))["game"].unique().sort().to_list()
+        assert g == p == list(range(g[0], g[0] + len(g)))
+
+
+def test_read_positions_refuses_another_configuration(setup):
+    paths = layout.shard_paths(setup["out"])
+    with pytest.raises(TriError, match="configuration") as info:
+        read_positions(paths, TriangleGame())
+    assert str(paths[0]) in str(info.value)
+    assert positions_of(setup["out"], setup["game"]).height > 0  # its own config reads fine
+
+
+def test_read_positions_refuses_a_file_that_is_not_a_shard(setup, tmp_path):
+    bad = tmp_path / "shard-000.parquet"
+    bad.write_bytes(b"not parquet at all")
+    with pytest.raises(TriError, match="not a readable Parquet"):
+        read_positions([bad], setup["game"])
+    pl.DataFrame({"x": [1]}).write_parquet(tmp_path / "plain.parquet")
+    with pytest.raises(TriError, match="not a tri self-play shard"):
+        read_positions([tmp_path / "plain.parquet"], setup["game"])
+
+
+# ---- determinism and resuming -------------------------------------------------------------------
+
+
+def test_same_seed_same_shards(setup, tmp_path):
+    again = tmp_path / "again"
+    result = run(PARAMS, setup["model"], again, runtime=ONE, progress=False)
+    assert result.games == PARAMS.selfplay.games
+    game = setup["game"]
+    assert positions_of(again, game).equals(positions_of(setup["out"], game))
+    assert games_of(again).equals(games_of(setup["out"]))
+    assert file_bytes(again) == file_bytes(setup["out"])
+
+
+def test_different_seed_different_games(setup, tmp_path):
+    params = PARAMS.model_copy(update={"selfplay": PARAMS.selfplay.model_copy(update={"seed": 1})})
+    other = tmp_path / "other"
+    run(params, setup["model"], other, runtime=ONE, progress=False)
+    a, b = games_of(setup["out"]), games_of(other)
+    assert set(a["seed"].to_list()).isdisjoint(b["seed"].to_list())
+    pa_, pb = positions_of(setup["out"], setup["game"]), positions_of(other, setup["game"])
+    assert not pa_.equals(pb)
+    assert not np.array_equal(pa_["state"].to_numpy()[:1], pb["state"].to_numpy()[:1])
+
+
+def test_rerun_skips_complete_shards_and_replays_changed_ones(setup, tmp_path):
+    folder = tmp_path / "resume"
+    shutil.copytree(setup["out"], folder)
+    before = file_bytes(folder)
+    result = run(PARAMS, setup["model"], folder, runtime=ONE, progress=False)
+    assert result.games == 0 and result.positions == 0
+    assert file_bytes(folder) == before
+    # An interrupted run: one shard's positions file is missing -> only that shard is played,
+    # and it comes out the same.
+    layout.shard_path(folder, 1).unlink()
+    result = run(PARAMS, setup["model"], folder, runtime=ONE, progress=False)
+    assert result.games == 3
+    assert file_bytes(folder) == before
+    # Other search params: the shards no longer match their inputs and are played again.
+    changed = PARAMS.model_copy(update={"mcts": PARAMS.mcts.model_copy(update={"c_puct": 2.0})})
+    result = run(changed, setup["model"], folder, runtime=ONE, progress=False)
+    assert result.games == PARAMS.selfplay.games
+    assert file_bytes(folder) != before
+
+
+def test_workers_two_gives_the_same_shards(setup, tmp_path):
+    """Process pool (spawn): each shard is played in its own process, with the same results."""
+    out = tmp_path / "pool"
+    result = run(PARAMS, setup["model"], out, runtime=Runtime(workers=2, device="cpu"), progress=False)
+    assert result.games == PARAMS.selfplay.games
+    assert positions_of(out, setup["game"]).equals(positions_of(setup["out"], setup["game"]))
+    assert file_bytes(out) == file_bytes(setup["out"])
+
+
+def test_run_twice_in_one_process(setup, tmp_path):
+    """In-process runs leave torch's thread settings as they found them and can repeat."""
+    threads = torch.get_num_threads()
+    for folder in ("first", "second"):
+        run(PARAMS, setup["model"], tmp_path / folder, runtime=ONE, progress=False)
+    assert torch.get_num_threads() == threads
+    assert file_bytes(tmp_path / "first") == file_bytes(tmp_path / "second")
