@@ -64,5 +64,7 @@ class MctsAgent:
     def act(self, states: np.ndarray, moves: np.ndarray) -> Decision:
         result = search(self.game, self.evaluate, states, self.params, self.rng, noise=self.noise,
                         simulations=self.simulations)
+        if result.action is not None:  # Gumbel: the search chose (its noise is the exploration)
+            return Decision(result.action, result.policy, result.value)
         actions = choose(result.visits, moves, self.temperature, self.temperature_moves, self.rng)
         return Decision(actions, result.policy, result.value)

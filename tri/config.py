@@ -57,6 +57,10 @@ class MctsParams(BaseModel):
     dirichlet_alpha: float = Field(0.1, gt=0)
     dirichlet_fraction: float = Field(0.25, ge=0, le=1)
     leaves_per_step: int = Field(1, gt=0, description="leaves per tree per network call (virtual visits)")
+    gumbel: bool = Field(False, description="Gumbel sequential halving at the root instead of PUCT + noise")
+    gumbel_actions: int = Field(16, gt=0, description="actions considered at the root")
+    gumbel_c_visit: float = Field(50.0, gt=0)
+    gumbel_c_scale: float = Field(1.0, gt=0)
 
 
 class SelfplayParams(BaseModel):

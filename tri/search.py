@@ -15,6 +15,7 @@ reward ``reward[c]`` received by the player who acted; its action value is
 
 PUCT picks ``argmax_a Q(n, a) + c_puct * P(n, a) * sqrt(N(n)) / (1 + N(c))`` over legal actions
 (ties go to the lowest action); an unvisited action's ``Q`` is the node's own value estimate.
+With ``mcts.gumbel`` the root instead uses Gumbel sequential halving (:mod:`tri.gumbel`).
 
 **Chance.** Before searching, a stochastic game's root states get chance streams drawn from the
 search's own generator (``game.reseed``): a refill inside the tree is a sample the search drew,
@@ -75,13 +76,15 @@ class Tree:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """visits [B, A] int32 (root children's visit counts), policy [B, A] float32 (the visit
-    distribution: the policy target), value [B] float32 (root value estimate), tree."""
+    """visits [B, A] int32 (root children's visit counts), policy [B, A] float32 (the policy
+    target: the visit distribution, or Gumbel's improved policy), value [B] float32 (root value
+    estimate), action [B] int64 or None (Gumbel: the move the search chose), tree."""
 
     visits: np.ndarray
     policy: np.ndarray
     value: np.ndarray
     tree: Tree
+    action: np.ndarray | None = None
 
 
 @nb.njit(cache=True)
@@ -92,11 +95,12 @@ def _node_value(value_sum, visits, virtual, b, c, virtual_value):
 
 @nb.njit(cache=True)
 def _select(children, prior, visits, virtual, value_sum, reward, terminal, parent, num_nodes,
-            qmin, qmax, c_puct, discount, two_player, leaves, out_leaf, out_kind):
+            qmin, qmax, c_puct, discount, two_player, leaves, root_action, out_leaf, out_kind):
     """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
     ``out_leaf[b, k]`` and its kind to ``out_kind[b, k]``: 0 = a new node to evaluate (already
     linked to its parent), 1 = an existing terminal node, 2 = nothing (tree full or collision).
-    Every node on a selected path gets a virtual visit, undone by :func:`_backup`."""
+    Every node on a selected path gets a virtual visit, undone by :func:`_backup`.
+    ``root_action[b] >= 0`` forces the first descent's action at the root (Gumbel root)."""
     B, N, A = children.shape
     virtual_value = 1.0 if two_player else 0.0  # pessimistic for the parent
     for b in range(B):
@@ -111,6 +115,24 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, paren
                     out_kind[b, k] = 1
                     break
                 if prior[b, node, 0] == -2.0:  # created this step, not evaluated yet: collision
+                    break
+                if node == 0 and k == 0 and root_action[b] >= 0:
+                    best_a = root_action[b]
+                    c = children[b, node, best_a]
+                    if c >= 0 and prior[b, c, 0] != -2.0:
+                        node = c
+                        continue
+                    if c < 0:
+                        if num_nodes[b] >= N:
+                            break
+                        c = num_nodes[b]
+                        num_nodes[b] += 1
+                        children[b, node, best_a] = c
+                        parent[b, c] = node
+                        prior[b, c, 0] = -2.0
+                        virtual[b, c] += 1
+                        out_leaf[b, k] = c
+                        out_kind[b, k] = 0
                     break
                 parent_n = visits[b, node] + virtual[b, node] - 1
                 sqrt_n = np.sqrt(max(parent_n, 1))
@@ -211,7 +233,15 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
         roots = game.reseed(roots, rng.integers(0, 2**62, size=batch))
     tree.states[:, 0] = roots
     priors, legal, values = evaluate(roots)
-    if noise and params.dirichlet_fraction > 0:
+    gumbel = None
+    if params.gumbel:
+        from tri.gumbel import GumbelRoot
+
+        gumbel = GumbelRoot(priors, legal, values, rng, noise=noise, considered=params.gumbel_actions,
+                            simulations=sims, c_visit=params.gumbel_c_visit, c_scale=params.gumbel_c_scale,
+                            two_player=two_player, discount=params.discount)
+        leaves = 1  # sequential halving schedules one root visit per tree per step
+    elif noise and params.dirichlet_fraction > 0:
         eps = params.dirichlet_fraction
         priors = (1 - eps) * priors + eps * _dirichlet(rng, legal, params.dirichlet_alpha)
     tree.prior[:, 0] = np.where(legal, priors, -1.0)
@@ -221,11 +251,13 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
 
     out_leaf = np.empty((batch, leaves), np.int32)
     out_kind = np.empty((batch, leaves), np.int8)
+    no_root_action = np.full(batch, -1, np.int64)
     done = 0
     while done < sims:
+        root_action = gumbel.next_actions(tree, done) if gumbel is not None else no_root_action
         _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
                 tree.terminal, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, params.c_puct,
-                params.discount, two_player, leaves, out_leaf, out_kind)
+                params.discount, two_player, leaves, root_action, out_leaf, out_kind)
         done += leaves
         new_b, new_k = np.nonzero(out_kind == 0)
         term_b, term_k = np.nonzero(out_kind == 1)
@@ -265,4 +297,7 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
     total = visits.sum(axis=1, keepdims=True)
     policy = np.divide(visits, total, out=np.zeros(visits.shape, np.float32), where=total > 0).astype(np.float32)
     value = (tree.value_sum[:, 0] / tree.visits[:, 0]).astype(np.float32)
-    return SearchResult(visits=visits.astype(np.int32), policy=policy, value=value, tree=tree)
+    action = None
+    if gumbel is not None:
+        action, policy = gumbel.result(tree)
+    return SearchResult(visits=visits.astype(np.int32), policy=policy, value=value, tree=tree, action=action)

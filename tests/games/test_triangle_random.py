@@ -131,7 +131,8 @@ def check_encoding(game: TriangleGame, trajectory: list[np.ndarray], masks: list
         live = ~game.terminal(states)
         states, mask = states[live], mask[live]
         x = game.encode(states)
-        assert x.shape == (len(states), 3 + 2 * S, rows, cols) == (len(states), *game.obs_shape)
+        planes = 3 + 2 * S + len(game.template_kinds)
+        assert x.shape == (len(states), planes, rows, cols) == (len(states), *game.obs_shape)
         assert x.dtype == np.float32
         bits = np.unpackbits(np.ascontiguousarray(states[:, :W]).astype("<u8").view(np.uint8), axis=1,
                              bitorder="little")
@@ -143,7 +144,7 @@ def check_encoding(game: TriangleGame, trajectory: list[np.ndarray], masks: list
         assert np.array_equal(x[:, 3:3 + S], images)
         if cols >= 2:  # on a one-column board a shape's fixed drawing can fall off the board
             assert np.array_equal(x[:, 3:3 + S].reshape(len(states), S, -1).any(axis=2), ids >= 0)
-        assert np.array_equal(x[:, 3 + S:], mask.reshape(len(states), S, rows, cols).astype(np.float32))
+        assert np.array_equal(x[:, 3 + S : 3 + 2 * S], mask.reshape(len(states), S, rows, cols).astype(np.float32))
 
 
 def check_games(game: TriangleGame, seeds: np.ndarray, choice_seed: int, slow_every: int = 25) -> dict:
@@ -528,7 +529,9 @@ def test_encode_planes(game):
     B, S = len(states), game.num_slots
     rows, cols = game.board.rows, game.board.cols
     x = game.encode(states)
-    assert x.shape == (B, 9, 8, 15) == (B, *game.obs_shape) and x.dtype == np.float32
+    kinds = game.template_kinds
+    assert x.shape == (B, 3 + 2 * S + len(kinds), 8, 15) == (B, 32, 8, 15) == (B, *game.obs_shape)
+    assert x.dtype == np.float32
     assert set(np.unique(x).tolist()) <= {0.0, 1.0}
     mask = game.legal(states).reshape(B, S, rows, cols)
     up = (np.add.outer(np.arange(rows), np.arange(cols)) % 2 == 1)
@@ -543,7 +546,15 @@ def test_encode_planes(game):
                 assert np.array_equal(x[i, 3 + s], game.shape_table.images[sid])
                 assert x[i, 3 + s].sum() == len(st.shapes[s])
             saw_empty |= sid < 0
-        assert np.array_equal(x[i, 3 + S:], mask[i].astype(np.float32)), i
+        assert np.array_equal(x[i, 3 + S : 3 + 2 * S], mask[i].astype(np.float32)), i
+        # Template planes: where each distinct template would fit on this board (its legal
+        # anchors if it were alone in slot 0 of a live game).
+        for j, kind in enumerate(kinds):
+            probe = game.position(st.grid.astype(int), [game.shape_table.shapes[kind]] + [None] * (S - 1))
+            expect = np.zeros((rows, cols), np.float32)
+            for _, r, c in game.legal_actions(probe):
+                expect[r, c] = 1.0
+            assert np.array_equal(x[i, 3 + 2 * S + j], expect), (i, j)
     assert saw_empty
     # the legal planes track the board: more filled cells, fewer anchors on average
     assert x[:, 0].sum() > 0
@@ -553,9 +564,9 @@ def test_encode_other_config():
     game = TriangleGame(SMALL)
     states = _varied_states(game)
     x = game.encode(states)
-    assert x.shape == (len(states), 3 + 2 * 2, 4, 7)
+    assert x.shape == (len(states), 3 + 2 * 2 + len(game.template_kinds), 4, 7)
     mask = game.legal(states).reshape(len(states), 2, 4, 7)
-    assert np.array_equal(x[:, 5:], mask.astype(np.float32))
+    assert np.array_equal(x[:, 5:7], mask.astype(np.float32))
     for i, st in enumerate(game.states(states)):
         assert np.array_equal(x[i, 0], st.grid.astype(np.float32))
 

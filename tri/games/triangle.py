@@ -104,7 +104,9 @@ class TriangleGame:
         self.num_slots = self.config.num_slots
         self.num_actions = self.num_slots * self.board.num_cells
         self.state_size = self.board.num_words + 2 + self.num_slots
-        self.obs_shape = (3 + 2 * self.num_slots, self.board.rows, self.board.cols)
+        # The distinct template shapes, in first-seen order: one "where it fits" plane each.
+        self.template_kinds = np.array(list(dict.fromkeys(self.template_ids.tolist())), dtype=np.int32)
+        self.obs_shape = (3 + 2 * self.num_slots + len(self.template_kinds), self.board.rows, self.board.cols)
         self._rewards = np.array([self.config.rewards.placed, self.config.rewards.cleared,
                                   self.config.rewards.alive, self.config.rewards.illegal])
         self._const = np.stack([self.board.playable, self.board.up]).astype(np.float32)
@@ -124,7 +126,7 @@ class TriangleGame:
             b = self.board
             self._tab = (b.playable_words, t.anchors, t.offsets, t.sizes, t.masks, b.cell_lines,
                          b.line_words, self.template_ids, t.images, self._rewards, self._const,
-                         t.lines)
+                         t.lines, self.template_kinds)
             self._tab_len = len(t)
         return self._tab
 

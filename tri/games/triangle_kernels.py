@@ -14,7 +14,8 @@ shared tables ``tab`` (built once per config by ``triangle.TriangleGame``)::
            masks [K, n, W] u64, cell_lines [n, 3] i32, line_words [L, W] u64,
            template_ids [N] i32, images [K, rows, cols] f32, rewards [4] f64 (placed, cleared,
            alive, illegal), const_planes [2, rows, cols] f32 (playable, up),
-           place_lines [K, n, M] i32 (the distinct lines through each placement, -1 padded))
+           place_lines [K, n, M] i32 (the distinct lines through each placement, -1 padded),
+           template_kinds [Kt] i32 (the distinct template shape ids, in first-seen order))
 
 The batch kernels are the single implementation of the rules: the scalar API calls them with
 ``B = 1``, so the two cannot drift apart. Each kernel unpacks ``tab`` once and writes its
@@ -287,13 +288,15 @@ def step_batch(states, actions, refills, tab, info):
 
 @nb.njit(cache=True)
 def encode_batch(states, tab, out):
-    """``out[B, 3 + 2S, rows, cols]`` (zeroed) <- network input planes.
+    """``out[B, 3 + 2S + Kt, rows, cols]`` (zeroed) <- network input planes.
 
     Planes: occupied, playable, up-orientation, the shape in each slot (drawn at a fixed place),
-    and for each slot the anchors where its shape fits now (its legal placements; none once the
-    game is over).
+    for each slot the anchors where its shape fits now (its legal placements; none once the game
+    is over), and for each distinct template the anchors where it would fit (what the next draws
+    could still do: the board's survival prospects, which a value must judge).
     """
     playable, anchors, offsets, sizes, images, const = tab[0], tab[1], tab[2], tab[3], tab[8], tab[10]
+    kinds = tab[12]
     W, n, cols = playable.shape[0], tab[4].shape[1], out.shape[3]
     S = states.shape[1] - W - 2
     for b in range(states.shape[0]):
@@ -317,6 +320,14 @@ def encode_batch(states, tab, out):
                     low = w & (~w + _ONE)
                     cell = i * 64 + _bit_index(low)
                     out[b, 3 + S + s, cell // cols, cell % cols] = 1.0
+                    w ^= low
+        for j in range(kinds.shape[0]):
+            for i in range(W):
+                w = _fit(states, b, kinds[j], i, playable, anchors, offsets, sizes)
+                while w:
+                    low = w & (~w + _ONE)
+                    cell = i * 64 + _bit_index(low)
+                    out[b, 3 + 2 * S + j, cell // cols, cell % cols] = 1.0
                     w ^= low
 
 

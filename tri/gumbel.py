@@ -1,0 +1,115 @@
+"""Gumbel root selection (Danihelka et al., "Policy improvement by planning with Gumbel", 2022).
+
+At the root, instead of PUCT: sample Gumbel noise ``g(a)`` (none in evaluation), consider the
+``m`` actions with the largest ``g(a) + logit(a)``, and spend the simulations by **sequential
+halving**: every considered action is visited equally, then the better half by
+``g + logit + sigma(q)`` is kept, and so on. The move is the last action standing, and the policy
+target is ``softmax(logit + sigma(completed q))`` over legal actions, where an unvisited action's
+``q`` is completed by the mixed value estimate. This improves the policy even with few
+simulations, where visit counts are a poor target. Below the root the search stays PUCT.
+
+Arrays are ``[B, A]`` over the root's children; ``sigma(q) = (c_visit + max_b N(b)) * c_scale * q``
+with ``q`` normalised to ``[0, 1]``.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+
+@lru_cache(maxsize=256)
+def considered_visits(num_considered: int, simulations: int) -> tuple[int, ...]:
+    """For each simulation, the visit count the root action it visits must have (mctx's table):
+    a schedule of sequential halving over ``num_considered`` actions."""
+    if num_considered <= 1:
+        return tuple(range(simulations))
+    log2max = int(math.ceil(math.log2(num_considered)))
+    sequence: list[int] = []
+    visits = [0] * num_considered
+    considered = num_considered
+    while len(sequence) < simulations:
+        extra = max(1, int(simulations / (log2max * considered)))
+        for _ in range(extra):
+            sequence.extend(visits[:considered])
+            for i in range(considered):
+                visits[i] += 1
+        considered = max(2, considered // 2)
+    return tuple(sequence[:simulations])
+
+
+class GumbelRoot:
+    """Root bookkeeping of one batched search (``B`` roots)."""
+
+    def __init__(self, priors: np.ndarray, legal: np.ndarray, values: np.ndarray, rng: np.random.Generator,
+                 *, noise: bool, considered: int, simulations: int, c_visit: float, c_scale: float,
+                 two_player: bool, discount: float):
+        self.legal = legal
+        self.logits = np.where(legal, np.log(np.maximum(priors, 1e-12)), -np.inf)
+        self.gumbel = rng.gumbel(size=legal.shape) if noise else np.zeros(legal.shape)
+        self.root_value = values.astype(np.float64)
+        self.c_visit, self.c_scale = c_visit, c_scale
+        self.two_player, self.discount = two_player, discount
+        m = np.minimum(legal.sum(axis=1), considered)
+        self.table = [considered_visits(int(k), simulations) for k in m]
+
+    def _root_q(self, tree) -> tuple[np.ndarray, np.ndarray]:
+        """``(visits [B, A], normalised completed q [B, A])`` of the root's children."""
+        children = tree.children[:, 0]
+        idx = np.maximum(children, 0)
+        visits = np.where(children >= 0, np.take_along_axis(tree.visits, idx, axis=1), 0)
+        value_sum = np.take_along_axis(tree.value_sum, idx, axis=1)
+        reward = np.take_along_axis(tree.reward, idx, axis=1).astype(np.float64)
+        v = np.divide(value_sum, visits, out=np.zeros(visits.shape), where=visits > 0)
+        q = reward - v if self.two_player else reward + self.discount * v
+        visited = visits > 0
+        # Completed q: unvisited actions get the mixed value (network value and visited q's,
+        # weighted by the prior), as in mctx.
+        probs = np.exp(self.logits - self.logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        weight = (probs * visited).sum(axis=1)
+        weighted_q = np.divide((probs * np.where(visited, q, 0)).sum(axis=1), weight,
+                               out=np.zeros(weight.shape), where=weight > 0)
+        total = visits.sum(axis=1)
+        mixed = np.where(weight > 0, (self.root_value + total * weighted_q) / (total + 1), self.root_value)
+        completed = np.where(visited, q, mixed[:, None])
+        if self.two_player:
+            normalised = (completed + 1) / 2
+        else:
+            low, high = tree.qmin[:, None], tree.qmax[:, None]
+            low = np.minimum(low, mixed[:, None])
+            high = np.maximum(high, mixed[:, None])
+            span = high - low
+            normalised = np.divide(completed - low, span, out=np.full(completed.shape, 0.5), where=span > 1e-12)
+        return visits, np.clip(normalised, 0, 1)
+
+    def _sigma(self, visits: np.ndarray, q: np.ndarray) -> np.ndarray:
+        return (self.c_visit + visits.max(axis=1, keepdims=True)) * self.c_scale * q
+
+    def _score(self, tree, target: np.ndarray | None) -> np.ndarray:
+        visits, q = self._root_q(tree)
+        score = self.gumbel + self.logits + self._sigma(visits, q)
+        wanted = visits == (visits.max(axis=1, keepdims=True) if target is None else target[:, None])
+        return np.where(self.legal & wanted, score, -np.inf)
+
+    def next_actions(self, tree, simulation: int) -> np.ndarray:
+        """``[B]``: the root action each tree's ``simulation``-th descent must take."""
+        target = np.array([t[min(simulation, len(t) - 1)] if t else 0 for t in self.table])
+        score = self._score(tree, target)
+        actions = np.argmax(score, axis=1)
+        # Past the schedule, or if no action has the wanted count: the best among the most visited.
+        stuck = ~np.isfinite(score[np.arange(score.shape[0]), actions])
+        if stuck.any():
+            actions[stuck] = np.argmax(self._score(tree, None)[stuck], axis=1)
+        return actions.astype(np.int64)
+
+    def result(self, tree) -> tuple[np.ndarray, np.ndarray]:
+        """``(action [B], policy [B, A])``: the last action standing, and the improved policy."""
+        action = np.argmax(self._score(tree, None), axis=1).astype(np.int64)
+        visits, q = self._root_q(tree)
+        logits = np.where(self.legal, self.logits + self._sigma(visits, q), -np.inf)
+        policy = np.exp(logits - logits.max(axis=1, keepdims=True))
+        policy /= policy.sum(axis=1, keepdims=True)
+        return action, policy.astype(np.float32)
