@@ -117,49 +117,34 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, paren
                 if prior[b, node, 0] == -2.0:  # created this step, not evaluated yet: collision
                     break
                 if node == 0 and k == 0 and root_action[b] >= 0:
-                    best_a = root_action[b]
-                    c = children[b, node, best_a]
-                    if c >= 0 and prior[b, c, 0] != -2.0:
-                        node = c
-                        continue
-                    if c < 0:
-                        if num_nodes[b] >= N:
-                            break
-                        c = num_nodes[b]
-                        num_nodes[b] += 1
-                        children[b, node, best_a] = c
-                        parent[b, c] = node
-                        prior[b, c, 0] = -2.0
-                        virtual[b, c] += 1
-                        out_leaf[b, k] = c
-                        out_kind[b, k] = 0
-                    break
-                parent_n = visits[b, node] + virtual[b, node] - 1
-                sqrt_n = np.sqrt(max(parent_n, 1))
-                own = value_sum[b, node] / visits[b, node] if visits[b, node] > 0 else 0.0
-                spread = qmax[b] - qmin[b]
-                best, best_a = -np.inf, -1
-                for a in range(A):
-                    p = prior[b, node, a]
-                    if p < 0:
-                        continue
-                    c = children[b, node, a]
-                    if c >= 0 and visits[b, c] + virtual[b, c] > 0:
-                        v = _node_value(value_sum, visits, virtual, b, c, virtual_value)
-                        q = reward[b, c] - v if two_player else reward[b, c] + discount * v
-                        n_a = visits[b, c] + virtual[b, c]
-                    else:
-                        q = own
-                        n_a = 0
-                    if not two_player:
-                        q = (q - qmin[b]) / spread if spread > 1e-12 else 0.5
-                    score = q + c_puct * p * sqrt_n / (1 + n_a)
-                    if score > best:
-                        best, best_a = score, a
-                if best_a < 0:  # no legal action: treat as terminal
-                    out_leaf[b, k] = node
-                    out_kind[b, k] = 1
-                    break
+                    best_a = root_action[b]  # Gumbel: the root's schedule decides
+                else:
+                    parent_n = visits[b, node] + virtual[b, node] - 1
+                    sqrt_n = np.sqrt(max(parent_n, 1))
+                    own = value_sum[b, node] / visits[b, node] if visits[b, node] > 0 else 0.0
+                    spread = qmax[b] - qmin[b]
+                    best, best_a = -np.inf, -1
+                    for a in range(A):
+                        p = prior[b, node, a]
+                        if p < 0:
+                            continue
+                        c = children[b, node, a]
+                        if c >= 0 and visits[b, c] + virtual[b, c] > 0:
+                            v = _node_value(value_sum, visits, virtual, b, c, virtual_value)
+                            q = reward[b, c] - v if two_player else reward[b, c] + discount * v
+                            n_a = visits[b, c] + virtual[b, c]
+                        else:
+                            q = own
+                            n_a = 0
+                        if not two_player:
+                            q = (q - qmin[b]) / spread if spread > 1e-12 else 0.5
+                        score = q + c_puct * p * sqrt_n / (1 + n_a)
+                        if score > best:
+                            best, best_a = score, a
+                    if best_a < 0:  # no legal action: treat as terminal
+                        out_leaf[b, k] = node
+                        out_kind[b, k] = 1
+                        break
                 c = children[b, node, best_a]
                 if c < 0:
                     if num_nodes[b] >= N:
