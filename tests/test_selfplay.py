@@ -32,7 +32,7 @@ SMALL_BOARD = TriangleConfig(rows=5, cols=9, playable=[(1, 8), (0, 9), (0, 9), (
 PARAMS = Params(game=GameParams(triangle=SMALL_BOARD),
                 net=NetParams(channels=8, blocks=1, value_hidden=16),
                 mcts=MctsParams(simulations=4, discount=0.9),
-                selfplay=SelfplayParams(games=6, shards=2, concurrent=2, max_moves=8, temperature_moves=4))
+                selfplay=SelfplayParams(games=6, shards=2, concurrent=2, max_moves=6, temperature_moves=4))
 GENERATION = 2
 ONE = Runtime(workers=1, device="cpu")
 

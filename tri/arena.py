@@ -134,7 +134,6 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     from tri.players import make_agent, parse_spec
 
     runtime = runtime or Runtime()
-    torch.set_num_threads(runtime.workers)
     ap = params.arena
     game = make_game(params.game)
     spec_a, spec_b = parse_spec(a), parse_spec(b)
@@ -142,11 +141,25 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     seeds = arena_seeds(ap.seed if seed is None else seed, n)
     device = "cpu" if runtime.device == "auto" else runtime.device
 
-    def agent(spec, salt: int):
-        rng = np.random.default_rng([ap.seed if seed is None else seed, salt])
+    def agent(spec):
+        # The same generator seed for both players: their searches sample the same chance
+        # streams (common random numbers), so identical players tie on every seed.
+        rng = np.random.default_rng([ap.seed if seed is None else seed, 0xA2E4A])
         return make_agent(spec, game, params.mcts, ap, rng, device)
 
-    agent_a, agent_b = agent(spec_a, 1), agent(spec_b, 2)
+    agent_a, agent_b = agent(spec_a), agent(spec_b)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # results must not depend on the machine (float summation order)
+    try:
+        result = _play(game, ap, a, b, agent_a, agent_b, seeds, n)
+    finally:
+        torch.set_num_threads(threads)
+    if out is not None:
+        atomic.write_text(out, result.to_json() + "\n")
+    return result
+
+
+def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int) -> ArenaResult:
     if game.num_players == 1:
         ea = run_episodes(game, [agent_a], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves)
         eb = run_episodes(game, [agent_b], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves)
@@ -175,8 +188,6 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
             games=2 * n, rule=f"score rate >= {ap.win_rate:g}", promote=bool(rate >= ap.win_rate), paired=False,
             wins=int((outcome > 0).sum()), ties=int((outcome == 0).sum()), losses=int((outcome < 0).sum()),
             score_rate=rate, seeds=both.tolist(), scores_a=points.tolist(), scores_b=(1 - points).tolist())
-    if out is not None:
-        atomic.write_text(out, result.to_json() + "\n")
     return result
 
 

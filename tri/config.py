@@ -60,7 +60,7 @@ class MctsParams(BaseModel):
     gumbel: bool = Field(False, description="Gumbel sequential halving at the root instead of PUCT + noise")
     gumbel_actions: int = Field(16, gt=0, description="actions considered at the root")
     gumbel_c_visit: float = Field(50.0, gt=0)
-    gumbel_c_scale: float = Field(1.0, gt=0)
+    gumbel_c_scale: float = Field(0.1, gt=0)
 
 
 class SelfplayParams(BaseModel):

@@ -105,6 +105,15 @@ class PolicyValueNet(nn.Module):
             nn.Linear(p.value_hidden, value_out))
         self.register_buffer("support", torch.arange(p.support_max + 1, dtype=torch.float32),
                              persistent=False)
+        # Start from uniform priors and a value of 0, not from whatever the random last layers
+        # say: an untrained single-player head would otherwise predict the support's midpoint
+        # (h^-1(support_max / 2), hundreds of points), which takes many steps to unlearn.
+        for head in (self.policy_head[-1], self.value_head[-1]):
+            nn.init.zeros_(head.weight)
+            nn.init.zeros_(head.bias)
+        if num_players == 1:
+            with torch.no_grad():
+                self.value_head[-1].bias[0] = 10.0
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         z = self.trunk(self.stem(x))

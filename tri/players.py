@@ -45,7 +45,8 @@ class GreedyAgent:
         b_idx, actions = np.nonzero(self.game.legal(states))
         after = self.game.step(states[b_idx], actions)
         tie = self.game.line_fill(after.states) if hasattr(self.game, "line_fill") else np.zeros(b_idx.size)
-        reward = np.round(after.reward, 9)  # equal rewards must compare equal
+        # Equal sums must compare equal whatever order they were added in.
+        reward, tie = np.round(after.reward, 9), np.round(tie, 9)
         order = np.lexsort((actions, -tie, -reward, b_idx))
         first = np.ones(order.size, bool)
         first[1:] = b_idx[order][1:] != b_idx[order][:-1]
@@ -86,7 +87,7 @@ def parse_spec(text: str) -> PlayerSpec:
         if not path or not sims.isdigit() or int(sims) <= 0:
             raise TriError(f"player {text!r}: expected mcts:PATH:SIMULATIONS, e.g. mcts:models/gen-0003.pt:128")
         return PlayerSpec("mcts", Path(path), int(sims), text=text)
-    if text.endswith(".pt") or Path(text).suffix == ".pt" or Path(text).exists():
+    if text and (Path(text).suffix == ".pt" or Path(text).is_file()):
         return PlayerSpec("mcts", Path(text), text=text)
     raise TriError(f"unknown player {text!r}: use random, greedy, a checkpoint path (.pt), "
                    "mcts:PATH:N or net:PATH")

@@ -90,9 +90,26 @@ def run(params: Params, model: Path, data: list[Path], out: Path, *, generation:
     if not data:
         raise TriError("train: no self-play folders given")
     start = time.perf_counter()
+    threads = torch.get_num_threads()
     torch.set_num_threads(tp.threads)
+    try:
+        return _train(params, model, data, out, generation, metrics, losses, progress, start)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(params: Params, model: Path, data: list[Path], out: Path, generation: int | None,
+           metrics: Path | None, losses: Path | None, progress: bool, start: float) -> TrainResult:
+    import torch
+    import torch.nn.functional as F
+
+    from tri.games import make_game
+    from tri.net import Checkpoint, load_checkpoint, save_checkpoint, two_hot
+
+    tp = params.train
     game = make_game(params.game)
     best = load_checkpoint(model, game)
+    parent_id = best.model_id  # before training changes the weights
     generation = best.generation + 1 if generation is None else generation
     window, new = _load_window(game, [Path(d) for d in data])
     size = window["state"].shape[0]
@@ -146,7 +163,7 @@ def run(params: Params, model: Path, data: list[Path], out: Path, *, generation:
     if bar:
         bar.stop()
     net.eval()
-    provenance = {"parent_model_id": best.model_id, "parent_generation": str(best.generation),
+    provenance = {"parent_model_id": parent_id, "parent_generation": str(best.generation),
                   "data": ",".join(str(d) for d in data), "train_steps": str(steps)}
     candidate = Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"),
                            net_params=best.net_params, generation=generation, model=net,

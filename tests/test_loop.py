@@ -1,0 +1,183 @@
+"""The local loop end to end on a tiny setup: the documented file layout after two generations,
+how generations are wired (who plays, who trains from what), continuing after the decision log
+and after an interruption, and ``tri curve``.
+
+The arena's rule is forced through its threshold (``mean > -1e9`` always promotes, ``> 1e9``
+never does), so both branches of the decision are exercised deterministically.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import polars as pl
+import pytest
+
+import tri.promote
+from tri import layout
+from tri.arena import load_result
+from tri.config import Runtime
+from tri.loop import ensure_initial, next_generation, run_loop
+from tri.net import load_checkpoint
+from tri.shards import read_positions
+
+from tests.pipeline_fixtures import PARAMS, PNG_SIGNATURE, assert_clean_error, game_of, tri_cli, with_section
+
+ONE = Runtime(workers=1, device="cpu")
+ALWAYS = with_section(PARAMS, "arena", rule="mean", threshold=-1e9)
+NEVER = with_section(PARAMS, "arena", rule="mean", threshold=1e9)
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory):
+    root = tmp_path_factory.mktemp("loop") / "project"
+    reports: list[str] = []
+    results = run_loop(ALWAYS, root, generations=2, runtime=ONE, progress=False, report=reports.append)
+    return {"root": root, "results": results, "reports": reports}
+
+
+def log_entries(root) -> list[dict]:
+    return [json.loads(line) for line in layout.promotions_log(root).read_text().splitlines()]
+
+
+def test_layout_after_two_generations(loop):
+    root = loop["root"]
+    expected = {"models/best.pt", "models/gen-0000.pt", "models/promotions.jsonl",
+                "models/candidates/gen-0001.pt", "models/candidates/gen-0002.pt",
+                "data/arena/gen-0001.json", "data/arena/gen-0002.json"}
+    for g in (1, 2):
+        expected |= {f"data/train/gen-000{g}/metrics.json", f"data/train/gen-000{g}/losses.csv"}
+        for s in range(PARAMS.selfplay.shards):
+            expected |= {f"data/selfplay/gen-000{g}/shard-00{s}.parquet",
+                         f"data/selfplay/gen-000{g}/shard-00{s}.games.parquet"}
+    files = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+    assert files == expected  # nothing else: no rejected models, no temporaries
+    assert layout.best_path(root) == root / "models" / "best.pt"
+    for g in (1, 2):
+        assert layout.shard_paths(layout.selfplay_dir(root, g))
+        metrics = json.loads((layout.train_dir(root, g) / "metrics.json").read_text())
+        assert metrics["generation"] == g
+        header = (layout.train_dir(root, g) / "losses.csv").read_text().splitlines()
+        assert header[0] == "step,lr,loss,policy_loss,value_loss" and len(header) == metrics["steps"] + 1
+        assert load_checkpoint(layout.candidate_path(root, g), game_of()).generation == g
+
+
+def test_decision_log_and_results(loop):
+    root, results = loop["root"], loop["results"]
+    entries = log_entries(root)
+    assert [e["generation"] for e in entries] == [1, 2]
+    assert all(e["promoted"] for e in entries)
+    assert [r.generation for r in results] == [1, 2] and all(r.promoted for r in results)
+    assert [json.loads(line)["generation"] for line in loop["reports"]] == [1, 2]
+    for r, e in zip(results, entries):
+        arena = load_result(layout.arena_path(root, r.generation))
+        assert arena.promote and arena.rule == "mean > -1e+09"
+        assert arena.a.name == str(layout.candidate_path(root, r.generation))
+        assert arena.b.name == str(layout.best_path(root))
+        assert arena.games == PARAMS.arena.games
+        assert (r.candidate_mean, r.best_mean, r.diff_low) == (arena.a.mean, arena.b.mean, arena.diff_low)
+        assert e["model_id"] == load_checkpoint(layout.candidate_path(root, r.generation)).model_id
+        assert e["kept"] == str(layout.best_path(root))
+        assert r.selfplay_games == PARAMS.selfplay.games and r.train_steps > 0
+    # The best model is the last promoted candidate.
+    assert layout.best_path(root).read_bytes() == layout.candidate_path(root, 2).read_bytes()
+
+
+def test_generations_are_wired_together(loop):
+    """Generation 1: the initial network plays and is trained; generation 2: the promoted
+    candidate 1 plays, and training continues from it on the window gen-1..gen-2."""
+    root, game = loop["root"], game_of()
+    initial = load_checkpoint(layout.model_path(root, 0), game)
+    assert initial.generation == 0
+    c1, c2 = (load_checkpoint(layout.candidate_path(root, g), game) for g in (1, 2))
+    for g, player in ((1, initial), (2, c1)):
+        df = read_positions(layout.shard_paths(layout.selfplay_dir(root, g)), game, ["generation", "model_id"])
+        assert df["generation"].unique().to_list() == [g]
+        assert df["model_id"].unique().to_list() == [player.model_id]
+    assert c1.provenance["parent_generation"] == "0" and c2.provenance["parent_generation"] == "1"
+    assert c2.provenance["data"].split(",") == [str(layout.selfplay_dir(root, g)) for g in (1, 2)]
+    sizes = {g: pl.read_parquet(layout.shard_paths(layout.selfplay_dir(root, g))).height for g in (1, 2)}
+    m2 = json.loads((layout.train_dir(root, 2) / "metrics.json").read_text())
+    assert m2["new_positions"] == sizes[2] and m2["window_positions"] == sizes[1] + sizes[2]
+    # Self-play differs between generations (seeded by generation).
+    g1 = pl.read_parquet(layout.games_path(layout.selfplay_dir(root, 1), 0))["seed"].to_list()
+    g2 = pl.read_parquet(layout.games_path(layout.selfplay_dir(root, 2), 0))["seed"].to_list()
+    assert set(g1).isdisjoint(g2)
+
+
+def test_continues_after_the_log_and_after_an_interruption(loop, tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    shutil.copytree(loop["root"], root)
+    best_before = layout.best_path(root).read_bytes()
+    assert next_generation(root) == 3
+    # Generation 3 is interrupted after its arena, before the decision is applied.
+    real_promote = tri.promote.run
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tri.promote, "run", crash)
+    with pytest.raises(KeyboardInterrupt):
+        run_loop(NEVER, root, generations=1, runtime=ONE, progress=False, report=lambda _: None)
+    assert layout.arena_path(root, 3).exists() and next_generation(root) == 3
+    monkeypatch.setattr(tri.promote, "run", real_promote)
+    # Running again redoes generation 3 (and only it), then rejects its candidate.
+    results = run_loop(NEVER, root, generations=1, runtime=ONE, progress=False, report=lambda _: None)
+    assert [r.generation for r in results] == [3] and not results[0].promoted
+    assert [e["generation"] for e in log_entries(root)] == [1, 2, 3]
+    assert layout.best_path(root).read_bytes() == best_before
+    assert layout.rejected_path(root, 3).read_bytes() == layout.candidate_path(root, 3).read_bytes()
+    assert next_generation(root) == 4
+    assert not layout.rejected_path(root, 2).exists()
+
+
+def test_next_generation_reads_the_log(tmp_path):
+    assert next_generation(tmp_path) == 1
+    log = layout.promotions_log(tmp_path)
+    log.parent.mkdir(parents=True)
+    log.write_text("")
+    assert next_generation(tmp_path) == 1
+    log.write_text('{"generation": 4}\n\n{"generation": 7}\n{"generation": 5}\n')
+    assert next_generation(tmp_path) == 8
+
+
+def test_ensure_initial_keeps_an_existing_best(tmp_path):
+    best = ensure_initial(PARAMS, tmp_path)
+    assert best == layout.best_path(tmp_path)
+    initial = layout.model_path(tmp_path, 0)
+    assert best.read_bytes() == initial.read_bytes()
+    assert load_checkpoint(best, game_of()).generation == 0
+    best.write_bytes(b"someone else's best")
+    assert ensure_initial(PARAMS, tmp_path) == best and best.read_bytes() == b"someone else's best"
+
+
+def test_minutes_zero_runs_nothing(tmp_path):
+    assert run_loop(PARAMS, tmp_path, minutes=0, runtime=ONE, progress=False) == []
+    assert not layout.promotions_log(tmp_path).exists()
+
+
+def test_cli_curve(loop):
+    root = loop["root"]
+    proc = tri_cli("curve", "--root", root, "--baseline", "greedy=7.5")
+    assert proc.returncode == 0, proc.stderr
+    png = layout.learning_curve_path(root)
+    assert png.read_bytes()[:8] == PNG_SIGNATURE and png.stat().st_size > 1000
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["generation", "candidate", "best", "promoted"]
+    rows = [line.split() for line in lines[1:] if line.split() and line.split()[0].isdigit()]
+    assert [int(r[0]) for r in rows] == [1, 2]
+    for r in rows:
+        arena = load_result(layout.arena_path(root, int(r[0])))
+        assert float(r[1]) == pytest.approx(arena.a.mean, abs=0.006)
+        assert float(r[2]) == pytest.approx(arena.b.mean, abs=0.006)
+        assert r[3] == "yes"
+    assert lines[-1] == f"wrote {png}"
+
+
+def test_cli_curve_and_loop_errors(loop, tmp_path):
+    assert_clean_error(tri_cli("curve", "--root", tmp_path), 1, "no arena results")
+    assert_clean_error(tri_cli("curve", "--root", loop["root"], "--out", tmp_path / "c.png", "--baseline", "greedy"),
+                       1, "NAME=SCORE")
+    assert not (tmp_path / "c.png").exists()
+    assert_clean_error(tri_cli("loop", "--root", tmp_path), 1, "--generations or --minutes")
