@@ -73,6 +73,7 @@ class SelfplayParams(BaseModel):
     max_moves: int = Field(500, gt=0, description="a game is cut after this many moves")
     temperature: float = Field(1.0, ge=0)
     temperature_moves: int = Field(20, ge=0, description="moves sampled at `temperature`; then the most visited")
+    noise: bool = Field(True, description="root exploration noise (Dirichlet, or Gumbel's sampling)")
     seed: int = 0
 
 

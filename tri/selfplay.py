@@ -91,7 +91,7 @@ def play_shard(task: ShardTask, report=None) -> ShardResult:
         return ShardResult(task.shard, len(task.seeds), 0, 0.0, (), skipped=True)
     sp = params.selfplay
     agent = MctsAgent(game, make_evaluator(ckpt.model, game, task.device), params.mcts,
-                      shard_rng(sp.seed, task.generation, task.shard), noise=True,
+                      shard_rng(sp.seed, task.generation, task.shard), noise=sp.noise,
                       temperature=sp.temperature, temperature_moves=sp.temperature_moves)
 
     def on_game(summary, positions):
