@@ -97,14 +97,20 @@ def init_cmd(game_name: str | None, out: Path, params_path: Path | None) -> None
               help="Checkpoint that plays.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for the shards, e.g. data/selfplay/gen-0000.")
+@click.option("--generation", type=int, default=None,
+              help="Generation the data belongs to (seeds the games; default: the model's).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @PARAMS_OPTION
-def selfplay_cmd(model: Path, out: Path, progress: bool, params_path: Path | None) -> None:
+def selfplay_cmd(model: Path, out: Path, generation: int | None, progress: bool, params_path: Path | None) -> None:
     """Play selfplay.games games with search and write Parquet shards."""
     from tri.config import Runtime, load_params
     from tri.selfplay import run
 
-    result = run(load_params(params_path), model, out, runtime=Runtime(), progress=progress)
+    result = run(load_params(params_path), model, out, generation=generation, runtime=Runtime(),
+                 progress=progress)
+    if result.games == 0:
+        click.echo(f"self-play: all {len(result.shards)} shards in {out} were already complete")
+        return
     click.echo(f"self-play: {result.games} games, {result.positions} positions in {result.seconds:.1f} s "
                f"({result.positions_per_second:.1f} positions/s), mean score {result.mean_score:.2f}; "
                f"{len(result.shards)} shards in {out}")
