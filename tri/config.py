@@ -51,7 +51,7 @@ class MctsParams(BaseModel):
     """``mcts``: the search."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    simulations: int = Field(64, gt=0, description="network evaluations per move")
+    simulations: int = Field(32, gt=0, description="network evaluations per move")
     c_puct: float = Field(1.25, gt=0)
     discount: float = Field(0.99, gt=0, le=1, description="single-player return discount")
     dirichlet_alpha: float = Field(0.1, gt=0)
@@ -67,13 +67,13 @@ class SelfplayParams(BaseModel):
     """``selfplay``: how many games, how they are split into shards, and how moves are chosen."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    games: int = Field(64, gt=0)
+    games: int = Field(128, gt=0)
     shards: int = Field(2, gt=0, description="files the games are split into (one task each)")
     concurrent: int = Field(32, gt=0, description="games in flight per shard: the search batch")
     max_moves: int = Field(500, gt=0, description="a game is cut after this many moves")
     temperature: float = Field(1.0, ge=0)
-    temperature_moves: int = Field(20, ge=0, description="moves sampled at `temperature`; then the most visited")
-    noise: bool = Field(True, description="root exploration noise (Dirichlet, or Gumbel's sampling)")
+    temperature_moves: int = Field(0, ge=0, description="moves sampled at `temperature`; then the most visited")
+    noise: bool = Field(False, description="root exploration noise (Dirichlet, or Gumbel's sampling)")
     seed: int = 0
 
 
@@ -99,14 +99,14 @@ class ArenaParams(BaseModel):
     """``arena``: how a candidate is compared with the best, and the promotion rule."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    games: int = Field(64, gt=1, description="paired seeds (single-player); games per colour (two-player)")
-    simulations: int = Field(64, gt=0)
+    games: int = Field(32, gt=1, description="paired seeds (single-player); games per colour (two-player)")
+    simulations: int = Field(32, gt=0)
     temperature: float = Field(0.0, ge=0)
     temperature_moves: int = Field(0, ge=0)
     max_moves: int = Field(1000, gt=0, description="a game is cut after this many moves")
-    concurrent: int = Field(64, gt=0)
+    concurrent: int = Field(32, gt=0)
     rule: Literal["ci_lower", "mean"] = Field(
-        "ci_lower", description="single-player: promote when the paired difference's lower 95% bound "
+        "mean", description="single-player: promote when the paired difference's lower 95% bound "
                                 "(ci_lower) or its mean (mean) is above threshold")
     threshold: float = 0.0
     win_rate: float = Field(0.55, ge=0, le=1, description="two-player: promote at this score rate")
