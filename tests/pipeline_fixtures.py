@@ -34,7 +34,7 @@ PARAMS = Params(
     mcts=MctsParams(simulations=4, discount=0.9),
     selfplay=SelfplayParams(games=6, shards=2, concurrent=3, max_moves=8, temperature_moves=4),
     train=TrainParams(batch_size=32, warmup_steps=5, samples_per_position=4.0, max_steps=40, threads=1),
-    arena=ArenaParams(games=6, simulations=4, max_moves=12, concurrent=6),
+    arena=ArenaParams(games=6, simulations=4, max_moves=12, concurrent=6, rule="ci_lower"),
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

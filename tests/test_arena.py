@@ -349,3 +349,10 @@ def test_cli_arena_refuses_checkpoints_of_another_configuration(tmp_path):
     proc = tri_cli("arena", mine, other, "--games", 2, "--params", params, cwd=tmp_path)
     assert_clean_error(proc, 1, str(other), "configuration")
 
+
+
+def test_each_generation_gets_fresh_arena_seeds():
+    """A best model lucky on one generation's seeds meets the next candidate on new ones."""
+    one, two = arena_seeds(1, 50, 1), arena_seeds(1, 50, 2)
+    assert set(one.tolist()).isdisjoint(two.tolist())
+    np.testing.assert_array_equal(arena_seeds(1, 50), arena_seeds(1, 50, 0))

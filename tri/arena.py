@@ -111,9 +111,11 @@ class ArenaResult:
         return json.dumps(asdict(self), indent=2)
 
 
-def arena_seeds(seed: int, games: int) -> np.ndarray:
-    """The arena's game seeds (a domain of their own: never the self-play seeds)."""
-    state = np.random.SeedSequence([seed, 0xA2E4A]).generate_state(games, dtype=np.uint64)
+def arena_seeds(seed: int, games: int, generation: int = 0) -> np.ndarray:
+    """The arena's game seeds (a domain of their own: never the self-play seeds). The loop gives
+    every generation fresh seeds, so a best model that was lucky on one set of seeds does not
+    carry its luck into every later comparison."""
+    state = np.random.SeedSequence([seed, generation, 0xA2E4A]).generate_state(games, dtype=np.uint64)
     return (state >> np.uint64(2)).astype(np.int64)
 
 
@@ -126,8 +128,9 @@ def _report(name: str, episodes) -> PlayerReport:
 
 
 def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int | None = None,
-        out: Path | None = None, runtime: Runtime | None = None) -> ArenaResult:
-    """Compare the players named by specs ``a`` and ``b`` (see :mod:`tri.players`)."""
+        generation: int = 0, out: Path | None = None, runtime: Runtime | None = None) -> ArenaResult:
+    """Compare the players named by specs ``a`` and ``b`` (see :mod:`tri.players`) on the seeds
+    of ``seed`` (default ``arena.seed``) and ``generation``."""
     import torch
 
     from tri.games import make_game
@@ -138,13 +141,13 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     game = make_game(params.game)
     spec_a, spec_b = parse_spec(a), parse_spec(b)
     n = games or ap.games
-    seeds = arena_seeds(ap.seed if seed is None else seed, n)
+    seeds = arena_seeds(ap.seed if seed is None else seed, n, generation)
     device = "cpu" if runtime.device == "auto" else runtime.device
 
     def agent(spec):
         # The same generator seed for both players: their searches sample the same chance
         # streams (common random numbers), so identical players tie on every seed.
-        rng = np.random.default_rng([ap.seed if seed is None else seed, 0xA2E4A])
+        rng = np.random.default_rng([ap.seed if seed is None else seed, generation, 0xA2E4A])
         return make_agent(spec, game, params.mcts, ap, rng, device)
 
     agent_a, agent_b = agent(spec_a), agent(spec_b)

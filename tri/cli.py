@@ -146,9 +146,11 @@ def train_cmd(model: Path, data: tuple[Path, ...], out: Path, generation: int | 
 @click.argument("b")
 @click.option("--games", type=click.IntRange(2), default=None, help="Seeds (default: arena.games).")
 @click.option("--seed", type=int, default=None, help="Seed of the arena's seeds (default: arena.seed).")
+@click.option("--generation", type=int, default=0, show_default=True,
+              help="Generation whose arena seeds to use (the loop gives each generation its own).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the result as JSON.")
 @PARAMS_OPTION
-def arena_cmd(a: str, b: str, games: int | None, seed: int | None, out: Path | None,
+def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: int, out: Path | None,
               params_path: Path | None) -> None:
     """Compare players A and B on the same seeds and decide whether A should replace B.
 
@@ -157,7 +159,8 @@ def arena_cmd(a: str, b: str, games: int | None, seed: int | None, out: Path | N
     from tri.arena import print_result, run
     from tri.config import Runtime, load_params
 
-    print_result(run(load_params(params_path), a, b, games=games, seed=seed, out=out, runtime=Runtime()))
+    print_result(run(load_params(params_path), a, b, games=games, seed=seed, generation=generation, out=out,
+                     runtime=Runtime()))
 
 
 @main.command("promote")

@@ -51,7 +51,7 @@ class MctsParams(BaseModel):
     """``mcts``: the search."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    simulations: int = Field(32, gt=0, description="network evaluations per move")
+    simulations: int = Field(64, gt=0, description="network evaluations per move")
     c_puct: float = Field(1.25, gt=0)
     discount: float = Field(0.99, gt=0, le=1, description="single-player return discount")
     dirichlet_alpha: float = Field(0.1, gt=0)

@@ -75,7 +75,7 @@ def run_generation(params: Params, root: Path, generation: int, *, runtime: Runt
                    generation=generation, metrics=tdir / "metrics.json", losses=tdir / "losses.csv",
                    progress=progress)
     result_path = layout.arena_path(root, generation)
-    ar = arena.run(params, str(candidate), str(best), out=result_path, runtime=runtime)
+    ar = arena.run(params, str(candidate), str(best), generation=generation, out=result_path, runtime=runtime)
     promote.run(result_path, candidate, best, rejected=layout.rejected_path(root, generation),
                 log=layout.promotions_log(root), generation=generation)
     return GenerationResult(generation, sp.games, sp.positions, sp.mean_score, tr.steps, tr.loss,
