@@ -3,8 +3,9 @@
 :func:`run` splits the games into ``selfplay.shards`` shards (fixed by params, so the files do not
 depend on how many workers run them), plays each shard in a worker process (torch limited to one
 thread per worker) and writes it with :func:`tri.shards.write_shard`. Everything random comes from
-``selfplay.seed`` and the model's generation: the same model, params and seed give the same shards.
-A shard that already exists and is complete is kept, so an interrupted stage resumes.
+``selfplay.seed`` and the generation (the loop's turn; by default the model's): the same model,
+params, seed and generation give the same shards. A complete shard whose inputs match is kept,
+so an interrupted stage resumes.
 """
 
 from __future__ import annotations
