@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from tri import atomic
@@ -54,7 +54,3 @@ def _append_line(path: Path, line: str) -> None:
     if old and not old.endswith("\n"):
         old += "\n"
     atomic.write_text(path, old + line + "\n")
-
-
-def as_dict(result: PromoteResult) -> dict:
-    return asdict(result)
