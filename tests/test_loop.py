@@ -130,6 +130,13 @@ def test_continues_after_the_log_and_after_an_interruption(loop, tmp_path, monke
     assert layout.rejected_path(root, 3).read_bytes() == layout.candidate_path(root, 3).read_bytes()
     assert next_generation(root) == 4
     assert not layout.rejected_path(root, 2).exists()
+    # Generation 4 trains from the rejected candidate 3 (continue_from: latest), not from the best;
+    # with continue_from: best it would start from the best model.
+    assert layout.train_start_path(root, 4, "latest") == layout.candidate_path(root, 3)
+    assert layout.train_start_path(root, 4, "best") == layout.best_path(root)
+    run_loop(NEVER, root, generations=1, runtime=ONE, progress=False, report=lambda _: None)
+    c3, c4 = (load_checkpoint(layout.candidate_path(root, g), game_of()) for g in (3, 4))
+    assert c4.provenance["parent_model_id"] == c3.model_id != load_checkpoint(layout.best_path(root)).model_id
 
 
 def test_next_generation_reads_the_log(tmp_path):

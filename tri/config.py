@@ -91,6 +91,9 @@ class TrainParams(BaseModel):
     value_weight: float = Field(1.0, ge=0)
     samples_per_position: float = Field(4.0, gt=0, description="times each new position is trained on")
     max_steps: int = Field(2000, gt=0)
+    continue_from: Literal["latest", "best"] = Field(
+        "latest", description="network training starts from: the previous generation's candidate "
+                              "(latest, KataGo-style: rejected training is not thrown away) or the best")
     threads: int = Field(1, gt=0, description="torch threads: part of the result (float summation order)")
     seed: int = 0
 

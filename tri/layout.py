@@ -39,6 +39,15 @@ def candidate_path(root: Path, generation: int) -> Path:
     return Path(root) / "models" / "candidates" / f"{_gen(generation)}.pt"
 
 
+def train_start_path(root: Path, generation: int, continue_from: str) -> Path:
+    """The network generation ``generation`` trains from: the best model, or (``latest``) the
+    previous generation's candidate when there is one."""
+    previous = candidate_path(root, generation - 1)
+    if continue_from == "latest" and generation > 1 and previous.exists():
+        return previous
+    return best_path(root)
+
+
 def rejected_path(root: Path, generation: int) -> Path:
     return Path(root) / "models" / "rejected" / f"{_gen(generation)}.pt"
 

@@ -2,7 +2,8 @@
 
 This is the plain-Python form of one generation (the Prefect flow runs the same stage functions).
 Generation ``N`` (``N >= 1``): the best model plays ``data/selfplay/gen-N``; a candidate is trained
-on the window ``gen-(N-window+1) .. gen-N``; it meets the best in the arena; the decision is
+on the window ``gen-(N-window+1) .. gen-N``, starting from generation ``N-1``'s candidate (or the
+best model, see ``train.continue_from``); it meets the best in the arena; the decision is
 applied. Files follow :mod:`tri.layout`. :func:`run_loop` continues after the last recorded
 decision, so an interrupted loop picks up where it stopped.
 """
@@ -71,7 +72,8 @@ def run_generation(params: Params, root: Path, generation: int, *, runtime: Runt
                       runtime=runtime, progress=progress)
     candidate = layout.candidate_path(root, generation)
     tdir = layout.train_dir(root, generation)
-    tr = train.run(params, best, layout.window_dirs(root, generation, params.train.window), candidate,
+    start_from = layout.train_start_path(root, generation, params.train.continue_from)
+    tr = train.run(params, start_from, layout.window_dirs(root, generation, params.train.window), candidate,
                    generation=generation, metrics=tdir / "metrics.json", losses=tdir / "losses.csv",
                    progress=progress)
     result_path = layout.arena_path(root, generation)

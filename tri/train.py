@@ -1,4 +1,4 @@
-"""Training stage: the best model continues learning on a window of recent self-play.
+"""Training stage: a network continues learning on a window of recent self-play.
 
 :func:`run` reads the positions of the given self-play folders (the newest last) with polars,
 draws minibatches uniformly from the whole window, and trains
@@ -76,7 +76,7 @@ def _lr(step: int, total: int, params) -> float:
 
 def run(params: Params, model: Path, data: list[Path], out: Path, *, generation: int | None = None,
         metrics: Path | None = None, losses: Path | None = None, progress: bool = True) -> TrainResult:
-    """Train ``model`` (the current best) on the self-play ``data`` folders (oldest first; the last
+    """Train ``model`` (the previous candidate or the best, see ``train.continue_from``) on the self-play ``data`` folders (oldest first; the last
     is the new data) and write the candidate checkpoint ``out`` labelled ``generation`` (default:
     the model's + 1), the summary ``metrics`` (JSON) and per-step ``losses`` (CSV: step, lr, loss,
     policy_loss, value_loss)."""
