@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
     YamlConfigSettingsSource
 
 from tri.errors import ParamsError
+from tri.games.kinrow_rules import Connect4Config, MnkConfig
 from tri.games.triangle_rules import TriangleConfig
 
 DEFAULT_PARAMS = Path("params.yaml")
@@ -29,8 +30,10 @@ class GameParams(BaseModel):
     """``game``: which game, and the rules of each game tri knows."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    name: Literal["triangle"] = "triangle"
+    name: Literal["triangle", "connect4", "tictactoe"] = "triangle"
     triangle: TriangleConfig = TriangleConfig()
+    connect4: Connect4Config = Connect4Config()
+    tictactoe: MnkConfig = MnkConfig()  # an m,n,k-game; Tic-Tac-Toe by default
 
 
 class NetParams(BaseModel):
@@ -92,8 +95,8 @@ class TrainParams(BaseModel):
     samples_per_position: float = Field(4.0, gt=0, description="times each new position is trained on")
     max_steps: int = Field(2000, gt=0)
     continue_from: Literal["latest", "best"] = Field(
-        "latest", description="network training starts from: the previous generation's candidate "
-                              "(latest, KataGo-style: rejected training is not thrown away) or the best")
+        "best", description="network training starts from: the best model, or the previous generation's "
+                            "candidate (latest: rejected training is kept; measured worse, see README)")
     threads: int = Field(1, gt=0, description="torch threads: part of the result (float summation order)")
     seed: int = 0
 
@@ -142,6 +145,14 @@ class Runtime(BaseSettings):
     device: str = Field("auto", description="torch device: auto, cpu, cuda, cuda:1, mps")
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, gt=0,
                          description="worker processes for self-play")
+    tracking: bool = Field(True, description="log generations to MLflow (TRI_TRACKING=false: off)")
+    mlflow_uri: str | None = Field(None, description="MLflow tracking URI (a server URL or any URI); "
+                                                     "default: a SQLite file under <project>/.mlflow")
+    task_runner: Literal["threads", "processes", "dask"] = Field(
+        "processes", description="how the generation flow runs self-play shards: Prefect's thread or "
+                                 "process pool, or Dask (prefect-dask; a local cluster unless dask_address)")
+    dask_address: str | None = Field(None, description="scheduler of an existing Dask cluster, "
+                                                       "e.g. tcp://10.0.0.5:8786")
 
 
 _MESSAGES = {

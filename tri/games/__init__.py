@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from tri.config import GameParams
     from tri.games.base import Game
 
-GAMES = ("triangle",)
+GAMES = ("triangle", "connect4", "tictactoe")
 
 
 def game_from_meta(name: str, config: dict[str, Any]) -> Game:
@@ -18,6 +18,14 @@ def game_from_meta(name: str, config: dict[str, Any]) -> Game:
         from tri.games.triangle_rules import TriangleConfig
 
         return TriangleGame(TriangleConfig(**config))
+    if name == "connect4":
+        from tri.games.connect4 import Connect4Config, Connect4Game
+
+        return Connect4Game(Connect4Config(**config))
+    if name == "tictactoe":
+        from tri.games.mnk import MnkConfig, MnkGame
+
+        return MnkGame(MnkConfig(**config))
     raise ValueError(f"unknown game {name!r} (tri knows: {', '.join(GAMES)})")
 
 

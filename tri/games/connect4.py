@@ -1,0 +1,105 @@
+"""Connect Four (7 columns x 6 rows, four in a row by default) under the batched game protocol,
+with a scalar API for play and evaluation.
+
+Actions: a column ``0..cols-1``; the stone falls to the lowest empty cell. State, rewards and
+network input: :mod:`tri.games.kinrow` (row 0 of the board is the bottom row). Symmetry: the
+left-right mirror.
+
+People and Pascal Pons' test sets name columns ``1..cols``; :meth:`Connect4Game.from_moves`
+reads such a move string::
+
+    from tri.games.connect4 import Connect4Game
+    game = Connect4Game()
+    state = game.from_moves("4453")            # [3] uint64, seen from the side to move
+    print(game.render(state))
+    game.legal_actions(state)                  # 0-based columns
+    state, reward, over = game.play(state, 3)  # ValueError for a full column
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tri.games.base import Symmetry
+from tri.games.kinrow import KInRowGame
+from tri.games.kinrow_rules import Connect4Config
+
+__all__ = ["Connect4Config", "Connect4Game"]
+
+_SEPARATORS = re.compile(r"[\s,;]+")
+
+
+class Connect4Game(KInRowGame):
+    """Connect Four for one :class:`Connect4Config`."""
+
+    name = "connect4"
+    gravity = True
+
+    def __init__(self, config: Connect4Config | None = None):
+        self.config = config or Connect4Config()
+        super().__init__(self.config.rows, self.config.cols, self.config.connect)
+        mirror = np.arange(self.num_cells).reshape(self.rows, self.cols)[:, ::-1].reshape(-1)
+        self._symmetries = (Symmetry("mirror", np.ascontiguousarray(mirror),
+                                     np.arange(self.cols)[::-1].copy()),)
+
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        """The left-right mirror (cells and columns)."""
+        return self._symmetries
+
+    # ---- scalar API ----------------------------------------------------------------------
+
+    def from_moves(self, moves: str) -> np.ndarray:
+        """The state after ``moves``, a string of 1-based columns from the empty board (Pons'
+        notation: ``"4453"``; separators are allowed on boards with more than 9 columns).
+        ``ValueError`` names a malformed or illegal move."""
+        text = moves.strip()
+        if self.cols <= 9 and not _SEPARATORS.search(text):
+            parts = list(text)
+        else:
+            parts = [p for p in _SEPARATORS.split(text) if p]
+        columns = []
+        for i, p in enumerate(parts):
+            if not p.isdigit():
+                raise ValueError(f"move {i + 1}: {p!r} is not a column number")
+            columns.append(int(p) - 1)
+        return self.from_actions(columns)
+
+    def why_illegal(self, state: np.ndarray, action: int) -> str | None:
+        if self.is_over(state):
+            return "the game is over"
+        if not 0 <= action < self.cols:
+            return f"column {action + 1} is off the board (columns are 1-{self.cols})"
+        if not self.legal(state[None])[0, action]:
+            return f"column {action + 1} is full"
+        return None
+
+    def parse_move(self, text: str, state: np.ndarray) -> int:
+        """A person's move: a 1-based column number -> the action. ``ValueError`` with a
+        one-line message for anything else (not a number, off the board, a full column)."""
+        t = text.strip()
+        if not re.fullmatch(r"[+-]?\d+", t):
+            raise ValueError(f'could not read "{_clip(t)}": type a column number 1-{self.cols}')
+        action = int(t) - 1
+        why = self.why_illegal(state, action)
+        if why is not None:
+            raise ValueError(why)
+        return action
+
+    def action_name(self, action: int) -> str:
+        return f"column {action + 1}"
+
+    def render(self, state: np.ndarray) -> str:
+        """The board as text, top row first: ``X`` the first player, ``O`` the second, ``.``
+        empty, column numbers (1-based) underneath."""
+        grid = self.board(state)
+        width = len(str(self.cols)) + 1
+        glyphs = {0: ".", 1: "X", 2: "O"}
+        lines = ["".join(f"{glyphs[int(v)]:>{width}}" for v in grid[r]) for r in range(self.rows - 1, -1, -1)]
+        lines.append("".join(f"{c + 1:>{width}}" for c in range(self.cols)))
+        return "\n".join(lines)
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,261 @@
+"""The engine shared by the k-in-a-row games (:mod:`tri.games.connect4`, :mod:`tri.games.mnk`):
+numba kernels over packed states and :class:`KInRowGame`, the batched protocol plus a scalar API.
+
+A state is one row of ``L = 3`` ``uint64`` words, seen from the side to move::
+
+    0   the side to move's stones (bit r * cols + c, see ``kinrow_rules``)
+    1   the other side's stones (the player who moved last)
+    2   flags: OVER (game over), WON (the last mover completed a row), ILLEGAL (the side to move
+        tried an illegal move, which ended the game; the words were not swapped)
+
+A legal move adds a stone to word 0 and swaps words 0 and 1, so the opponent is to move. Who is
+who in absolute terms (the first player, ``X``, or the second, ``O``) follows from the number of
+stones: the first player is to move when it is even.
+
+Rewards (to the player who acted, :mod:`tri.games.base`): +1 for completing ``k`` in a row (the
+game ends), 0 for any other legal move (a full board without a row ends the game drawn), -1 for
+an illegal move (an occupied cell, a full column, an action out of range), which ends the game:
+a loss for the player who made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numba as nb
+import numpy as np
+
+from tri.games.base import Symmetry, Transition
+from tri.games.kinrow_rules import Lines
+
+OVER = np.uint64(1)
+WON = np.uint64(2)
+ILLEGAL = np.uint64(4)
+MINE, THEIRS, FLAGS = 0, 1, 2
+ILLEGAL_REWARD = -1.0
+
+
+@nb.njit(cache=True)
+def step_batch(states, actions, gravity, rows, cols, cell_bits, windows, cell_windows, full,
+               out, reward, terminal):
+    """Apply ``actions [B]`` to ``states [B, 3]``, writing ``out [B, 3]``, ``reward [B]`` and
+    ``terminal [B]``. ``gravity``: an action is a column (the stone falls to its lowest empty
+    cell); otherwise an action is a cell."""
+    for b in range(states.shape[0]):
+        mine, theirs, flags = states[b, 0], states[b, 1], states[b, 2]
+        out[b, 0], out[b, 1], out[b, 2] = mine, theirs, flags
+        reward[b] = 0.0
+        if (flags & OVER) != 0:
+            terminal[b] = True
+            continue
+        a = actions[b]
+        occupied = mine | theirs
+        cell = -1
+        if gravity:
+            if 0 <= a < cols:
+                for r in range(rows):
+                    if (occupied & cell_bits[r * cols + a]) == 0:
+                        cell = r * cols + a
+                        break
+        elif 0 <= a < rows * cols and (occupied & cell_bits[a]) == 0:
+            cell = a
+        if cell < 0:
+            out[b, 2] = flags | OVER | ILLEGAL
+            reward[b] = -1.0
+            terminal[b] = True
+            continue
+        mine = mine | cell_bits[cell]
+        won = False
+        for j in range(cell_windows.shape[1]):
+            w = cell_windows[cell, j]
+            if w < 0:
+                break
+            if (mine & windows[w]) == windows[w]:
+                won = True
+                break
+        if won:
+            flags = flags | OVER | WON
+            reward[b] = 1.0
+        elif (mine | theirs) == full:
+            flags = flags | OVER
+        out[b, 0], out[b, 1], out[b, 2] = theirs, mine, flags
+        terminal[b] = (flags & OVER) != 0
+
+
+@nb.njit(cache=True)
+def legal_batch(states, gravity, rows, cols, cell_bits, out):
+    """``out [B, A] bool``: with gravity, a column whose top cell is empty; otherwise an empty
+    cell. Nothing is legal in a finished game."""
+    for b in range(states.shape[0]):
+        if (states[b, 2] & OVER) != 0:
+            for a in range(out.shape[1]):
+                out[b, a] = False
+            continue
+        occupied = states[b, 0] | states[b, 1]
+        if gravity:
+            top = (rows - 1) * cols
+            for c in range(cols):
+                out[b, c] = (occupied & cell_bits[top + c]) == 0
+        else:
+            for a in range(rows * cols):
+                out[b, a] = (occupied & cell_bits[a]) == 0
+
+
+def unpack(words: np.ndarray, num_cells: int) -> np.ndarray:
+    """``[...] uint64 -> [..., num_cells] bool``: the bits of each bitboard."""
+    shifts = np.arange(num_cells, dtype=np.uint64)
+    return ((words[..., None] >> shifts) & np.uint64(1)).astype(bool)
+
+
+def pack(bits: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`unpack`: ``[..., n] bool -> [...] uint64``."""
+    n = bits.shape[-1]
+    weights = np.uint64(1) << np.arange(n, dtype=np.uint64)
+    return np.bitwise_or.reduce(np.where(bits, weights, np.uint64(0)), axis=-1).astype(np.uint64)
+
+
+class KInRowGame:
+    """A two-player k-in-a-row game on a ``rows x cols`` board (see the module docstring).
+
+    Subclasses set ``name`` and ``gravity`` and describe moves to people (``why_illegal``,
+    ``render``, ``parse_move``). Actions: a column ``0..cols-1`` with gravity, else a cell
+    ``r * cols + c``.
+
+    ``encode`` gives 4 planes ``[B, 4, rows, cols]``: the side to move's stones, the opponent's,
+    ones (marks the board inside the network's zero padding), and ones when the side to move is
+    the first player (in Connect Four parity decides many endgames).
+    """
+
+    num_players = 2
+    stochastic = False
+    state_size = 3
+    name = "kinrow"
+    gravity = False
+
+    def __init__(self, rows: int, cols: int, k: int):
+        self.rows, self.cols, self.k = rows, cols, k
+        self.lines = Lines(rows, cols, k)
+        self.num_cells = rows * cols
+        self.num_actions = cols if self.gravity else self.num_cells
+        self.obs_shape = (4, rows, cols)
+        self._tab = (self.gravity, rows, cols, self.lines.cell_bits, self.lines.windows,
+                     self.lines.cell_windows, self.lines.full)
+
+    # ---- batched protocol ----------------------------------------------------------------
+
+    def initial(self, seeds: np.ndarray) -> np.ndarray:
+        return np.zeros((np.asarray(seeds).shape[0], self.state_size), dtype=np.uint64)
+
+    def legal(self, states: np.ndarray) -> np.ndarray:
+        out = np.empty((states.shape[0], self.num_actions), dtype=bool)
+        g, rows, cols, bits = self._tab[:4]
+        legal_batch(np.ascontiguousarray(states, dtype=np.uint64), g, rows, cols, bits, out)
+        return out
+
+    def step(self, states: np.ndarray, actions: np.ndarray) -> Transition:
+        b = states.shape[0]
+        out = np.empty((b, self.state_size), dtype=np.uint64)
+        reward, terminal = np.empty(b), np.empty(b, dtype=bool)
+        step_batch(np.ascontiguousarray(states, dtype=np.uint64),
+                   np.ascontiguousarray(actions, dtype=np.int64), *self._tab, out, reward, terminal)
+        return Transition(out, reward, terminal)
+
+    def terminal(self, states: np.ndarray) -> np.ndarray:
+        return (states[:, FLAGS] & OVER) != 0
+
+    def encode(self, states: np.ndarray) -> np.ndarray:
+        b = states.shape[0]
+        out = np.empty((b, 4, self.rows, self.cols), dtype=np.float32)
+        stones = unpack(states[:, :2], self.num_cells).reshape(b, 2, self.rows, self.cols)
+        out[:, :2] = stones
+        out[:, 2] = 1.0
+        out[:, 3] = (self.stones(states) % 2 == 0).astype(np.float32)[:, None, None]
+        return out
+
+    def reseed(self, states: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        return states.copy()  # deterministic: no chance stream
+
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        raise NotImplementedError
+
+    def transform(self, states: np.ndarray, symmetry: Symmetry) -> np.ndarray:
+        """``[B, 3] -> [B, 3]``: the positions ``symmetry`` maps ``states`` to (stones moved by
+        ``symmetry.cells``, flags kept)."""
+        out = states.copy()
+        out[:, :2] = pack(unpack(states[:, :2], self.num_cells)[..., symmetry.cells])
+        return out
+
+    def stones(self, states: np.ndarray) -> np.ndarray:
+        """``[B]`` int64: stones on the board (moves played, illegal attempts excluded)."""
+        return np.bitwise_count(states[:, MINE] | states[:, THEIRS]).astype(np.int64)
+
+    def line_fill(self, states: np.ndarray) -> np.ndarray:
+        """``[B]``: the greedy player's tie-break, scored for the player who moved *last* (the
+        opponent of the side to move in ``states``): the sum over the windows still open to it
+        (no opposing stone) of its squared filled fraction, minus the same sum for the side to
+        move. It prefers moves that build rows and block the opponent's."""
+        w = self.lines.windows[None, :]
+        last, nxt = states[:, THEIRS, None], states[:, MINE, None]
+        mine_fill = (np.bitwise_count(last & w) / self.k) ** 2 * ((nxt & w) == 0)
+        their_fill = (np.bitwise_count(nxt & w) / self.k) ** 2 * ((last & w) == 0)
+        return mine_fill.sum(axis=1) - their_fill.sum(axis=1)
+
+    # ---- scalar API (one state: a row [3] uint64) -------------------------------------------
+
+    def new(self) -> np.ndarray:
+        """The empty board, ``[3] uint64``."""
+        return np.zeros(self.state_size, dtype=np.uint64)
+
+    def legal_actions(self, state: np.ndarray) -> list[int]:
+        return np.flatnonzero(self.legal(state[None])[0]).tolist()
+
+    def is_over(self, state: np.ndarray) -> bool:
+        return bool(state[FLAGS] & OVER)
+
+    def play(self, state: np.ndarray, action: int) -> tuple[np.ndarray, float, bool]:
+        """``(next state, reward to the mover, terminal)`` of a legal ``action``; an illegal one
+        raises ``ValueError`` saying why (use :meth:`step` to apply the protocol's penalty)."""
+        why = self.why_illegal(state, action)
+        if why is not None:
+            raise ValueError(why)
+        t = self.step(state[None], np.array([action]))
+        return t.states[0], float(t.reward[0]), bool(t.terminal[0])
+
+    def from_actions(self, actions: Iterable[int]) -> np.ndarray:
+        """The state after playing ``actions`` (0-based) from the empty board; ``ValueError``
+        naming the first illegal one."""
+        state = self.new()
+        for i, a in enumerate(actions):
+            why = self.why_illegal(state, int(a))
+            if why is not None:
+                raise ValueError(f"move {i + 1}: {why}")
+            state = self.step(state[None], np.array([int(a)])).states[0]
+        return state
+
+    def first_to_move(self, state: np.ndarray) -> bool:
+        """Whether the first player (``X``) is to move."""
+        return int(self.stones(state[None])[0]) % 2 == 0
+
+    def board(self, state: np.ndarray) -> np.ndarray:
+        """``[rows, cols] int8`` in absolute colours: 1 = the first player's stone (``X``),
+        2 = the second player's (``O``), 0 = empty; row ``r`` is bit row ``r``."""
+        mine, theirs = unpack(state[:2], self.num_cells)
+        x_stones, o_stones = (mine, theirs) if self.first_to_move(state) else (theirs, mine)
+        return (x_stones.astype(np.int8) + 2 * o_stones.astype(np.int8)).reshape(self.rows, self.cols)
+
+    def result(self, state: np.ndarray) -> float | None:
+        """The finished game's result for the first player (+1 win, 0 draw, -1 loss); None while
+        it goes on."""
+        flags = state[FLAGS]
+        if not flags & OVER:
+            return None
+        sign = 1.0 if self.first_to_move(state) else -1.0  # +1: words[0] are X's stones
+        if flags & ILLEGAL:
+            return -sign  # the side to move tried an illegal move and lost
+        if flags & WON:
+            return -sign  # the last mover (words[1]) completed a row
+        return 0.0
+
+    def why_illegal(self, state: np.ndarray, action: int) -> str | None:
+        """None if ``action`` is legal in ``state``, else a short reason for a person."""
+        raise NotImplementedError

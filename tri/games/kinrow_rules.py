@@ -1,0 +1,106 @@
+"""k-in-a-row games (Connect Four, m,n,k-games): their configs and the tables derived from them.
+
+Both games put stones on a ``rows x cols`` board and win with ``k`` of one's own stones in a row,
+horizontally, vertically or diagonally; Connect Four drops a stone to the lowest empty cell of a
+column (gravity), an m,n,k-game puts it on any empty cell.
+
+Bit layout: cell ``(r, c)`` is bit ``r * cols + c`` of one ``uint64`` bitboard, so a board has at
+most 64 cells. Connect Four's row 0 is the bottom row (stones fall towards it); an m,n,k-game's
+row 0 is the top row. Everything here is built once per config; the numba kernels in
+:mod:`tri.games.kinrow` only read these tables.
+
+This module imports only numpy and pydantic, so ``tri.config`` can import the configs cheaply.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+MAX_CELLS = 64  # one uint64 bitboard per player
+
+
+class Connect4Config(BaseModel):
+    """Connect Four: ``cols`` columns of ``rows`` cells; ``connect`` in a row wins (7 x 6, 4)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    rows: int = Field(6, gt=0, le=MAX_CELLS)
+    cols: int = Field(7, gt=0, le=MAX_CELLS)
+    connect: int = Field(4, ge=2)
+
+    @model_validator(mode="after")
+    def _check(self) -> Connect4Config:
+        _check_board(self.rows, self.cols, self.connect, "connect")
+        return self
+
+
+class MnkConfig(BaseModel):
+    """An m,n,k-game: ``m`` rows, ``n`` columns, ``k`` in a row wins (Tic-Tac-Toe: 3, 3, 3)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    m: int = Field(3, gt=0, le=MAX_CELLS, description="rows")
+    n: int = Field(3, gt=0, le=MAX_CELLS, description="columns")
+    k: int = Field(3, ge=2, description="stones in a row that win")
+
+    @model_validator(mode="after")
+    def _check(self) -> MnkConfig:
+        _check_board(self.m, self.n, self.k, "k")
+        return self
+
+
+def _check_board(rows: int, cols: int, k: int, k_name: str) -> None:
+    if rows * cols > MAX_CELLS:
+        raise ValueError(f"the board has {rows * cols} cells; at most {MAX_CELLS} fit one bitboard")
+    if k > max(rows, cols):
+        raise ValueError(f"{k_name} = {k} is longer than the board ({rows} x {cols}): nobody could win")
+
+
+class Lines:
+    """The winning windows of a ``rows x cols`` board with ``k`` in a row.
+
+    Attributes (``n = rows * cols`` cells, ``W`` windows, ``M`` the most windows through a cell):
+        cell_bits: ``[n] uint64``, the bit of each cell.
+        windows: ``[W] uint64``, every run of ``k`` cells in a row (horizontal, vertical, both
+            diagonals), as a bitboard.
+        cell_windows: ``[n, M] int32``: the windows through each cell, ``-1`` padded (a move can
+            only complete a window through the cell it fills).
+        full: ``uint64``, every cell.
+    """
+
+    DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))  # (dr, dc): horizontal, vertical, two diagonals
+
+    def __init__(self, rows: int, cols: int, k: int):
+        self.rows, self.cols, self.k = rows, cols, k
+        self.num_cells = rows * cols
+        self.cell_bits = np.array([1 << i for i in range(self.num_cells)], dtype=np.uint64)
+        runs: list[list[int]] = []
+        for dr, dc in self.DIRECTIONS:
+            for r in range(rows):
+                for c in range(cols):
+                    end_r, end_c = r + dr * (k - 1), c + dc * (k - 1)
+                    if 0 <= end_r < rows and 0 <= end_c < cols:
+                        runs.append([(r + dr * i) * cols + c + dc * i for i in range(k)])
+        self.runs = runs
+        self.windows = np.array([sum(1 << i for i in run) for run in runs], dtype=np.uint64)
+        through: list[list[int]] = [[] for _ in range(self.num_cells)]
+        for w, run in enumerate(runs):
+            for cell in run:
+                through[cell].append(w)
+        width = max(1, max(len(t) for t in through))
+        self.cell_windows = np.full((self.num_cells, width), -1, dtype=np.int32)
+        for cell, ws in enumerate(through):
+            self.cell_windows[cell, : len(ws)] = ws
+        self.full = np.uint64((1 << self.num_cells) - 1)
+
+
+def grid_symmetries(rows: int, cols: int, square: bool) -> list[tuple[str, np.ndarray]]:
+    """``(name, cells [rows*cols])`` for the board's symmetries other than the identity:
+    ``cells[j]`` is the cell of the original board that lands on cell ``j`` (the convention of
+    :class:`~tri.games.base.Symmetry`). A square board has 7 (rotations, reflections), a
+    rectangle 3 (the two mirrors and the half turn)."""
+    idx = np.arange(rows * cols).reshape(rows, cols)
+    maps = [("mirror_lr", np.fliplr(idx)), ("mirror_ud", np.flipud(idx)), ("rot180", np.rot90(idx, 2))]
+    if square:
+        maps += [("rot90", np.rot90(idx, 1)), ("rot270", np.rot90(idx, 3)), ("transpose", idx.T.copy()),
+                 ("antitranspose", np.rot90(idx, 2).T.copy())]
+    return [(name, np.ascontiguousarray(m).reshape(-1).astype(np.int64)) for name, m in maps]

@@ -1,0 +1,120 @@
+"""m,n,k-games (Tic-Tac-Toe is 3,3,3, the default) under the batched game protocol, with a
+scalar API for play and evaluation.
+
+``m`` rows, ``n`` columns, ``k`` in a row wins. Actions: a cell ``r * n + c`` (row 0 at the top).
+State, rewards and network input: :mod:`tri.games.kinrow`. Symmetries: the 8 of the square when
+``m == n`` (rotations and reflections), else the 4 of the rectangle (identity excluded, as
+always).
+
+People name cells ``1..m*n``, row by row from the top left (the numbers :meth:`MnkGame.render`
+shows in empty cells), or as ``row col`` (both 1-based)::
+
+    from tri.games.mnk import MnkGame
+    game = MnkGame()
+    state = game.from_moves("5 1 9")           # centre, top left, bottom right
+    print(game.render(state))
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tri.games.base import Symmetry
+from tri.games.kinrow import KInRowGame
+from tri.games.kinrow_rules import MnkConfig, grid_symmetries
+
+__all__ = ["MnkConfig", "MnkGame"]
+
+_SEPARATORS = re.compile(r"[\s,;]+")
+
+
+class MnkGame(KInRowGame):
+    """An m,n,k-game for one :class:`MnkConfig` (``params.yaml``'s ``game.tictactoe``)."""
+
+    name = "tictactoe"
+    gravity = False
+
+    def __init__(self, config: MnkConfig | None = None):
+        self.config = config or MnkConfig()
+        super().__init__(self.config.m, self.config.n, self.config.k)
+        self._symmetries = tuple(Symmetry(name, cells, cells.copy())  # actions are cells
+                                 for name, cells in grid_symmetries(self.rows, self.cols,
+                                                                    self.rows == self.cols))
+
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        """7 on a square board, 3 on a rectangle."""
+        return self._symmetries
+
+    # ---- scalar API ----------------------------------------------------------------------
+
+    def from_moves(self, moves: str) -> np.ndarray:
+        """The state after ``moves``: 1-based cell numbers separated by spaces or commas
+        (``"5 1 9"``), or run together when the board has at most 9 cells (``"519"``).
+        ``ValueError`` names a malformed or illegal move."""
+        text = moves.strip()
+        if self.num_cells <= 9 and not _SEPARATORS.search(text):
+            parts = list(text)
+        else:
+            parts = [p for p in _SEPARATORS.split(text) if p]
+        cells = []
+        for i, p in enumerate(parts):
+            if not p.isdigit():
+                raise ValueError(f"move {i + 1}: {p!r} is not a cell number")
+            cells.append(int(p) - 1)
+        return self.from_actions(cells)
+
+    def why_illegal(self, state: np.ndarray, action: int) -> str | None:
+        if self.is_over(state):
+            return "the game is over"
+        if not 0 <= action < self.num_cells:
+            return f"cell {action + 1} is off the board (cells are 1-{self.num_cells})"
+        if not self.legal(state[None])[0, action]:
+            r, c = divmod(action, self.cols)
+            return f"cell {action + 1} (row {r + 1}, column {c + 1}) is already taken"
+        return None
+
+    def parse_move(self, text: str, state: np.ndarray) -> int:
+        """A person's move: a 1-based cell number, or ``row col`` (1-based) -> the action.
+        ``ValueError`` with a one-line message for anything else (not a number, off the board,
+        an occupied cell)."""
+        t = text.strip()
+        parts = [p for p in _SEPARATORS.split(t.strip("()[]")) if p]
+        if not parts or len(parts) > 2 or not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
+            raise ValueError(f'could not read "{_clip(t)}": type a cell number 1-{self.num_cells} '
+                             f"or row and column (e.g. 2 3)")
+        if len(parts) == 2:
+            r, c = int(parts[0]) - 1, int(parts[1]) - 1
+            if not (0 <= r < self.rows and 0 <= c < self.cols):
+                raise ValueError(f"row {r + 1}, column {c + 1} is off the board "
+                                 f"(rows 1-{self.rows}, columns 1-{self.cols})")
+            action = r * self.cols + c
+        else:
+            action = int(parts[0]) - 1
+        why = self.why_illegal(state, action)
+        if why is not None:
+            raise ValueError(why)
+        return action
+
+    def action_name(self, action: int) -> str:
+        r, c = divmod(action, self.cols)
+        return f"cell {action + 1} (row {r + 1}, column {c + 1})"
+
+    def render(self, state: np.ndarray) -> str:
+        """The board as text, top row first: ``X`` the first player, ``O`` the second, and the
+        1-based number of each empty cell."""
+        grid = self.board(state)
+        width = len(str(self.num_cells)) + 1
+        lines = []
+        for r in range(self.rows):
+            cells = []
+            for c in range(self.cols):
+                v = int(grid[r, c])
+                cells.append(f"{'.XO'[v] if v else r * self.cols + c + 1:>{width}}")
+            lines.append("".join(cells))
+        return "\n".join(lines)
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
