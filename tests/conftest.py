@@ -1,6 +1,9 @@
-"""Shared fixtures: one default triangle game per session (building its tables takes ~0.5 s)."""
+"""Shared fixtures: one default triangle game per session (building its tables takes ~0.5 s), and
+one Prefect test server per session for the flow tests."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -11,3 +14,18 @@ from tri.games.triangle import TriangleGame
 def game() -> TriangleGame:
     """The triangle puzzle with the reference (default) rules."""
     return TriangleGame()
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory):
+    """A temporary Prefect server and database for the session (Prefect's test harness), with
+    Prefect's home in a temporary folder and every tool's telemetry off. Import ``pipelines``
+    only after this fixture: Prefect reads its settings at import."""
+    from tri import stores
+
+    os.environ["PREFECT_HOME"] = str(tmp_path_factory.mktemp("prefect-home"))
+    stores.configure(tmp_path_factory.getbasetemp())
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield

@@ -6,6 +6,7 @@ network and a few simulations, so a whole generation takes seconds.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +119,28 @@ def tri_cli(*args, cwd: Path | None = None, timeout: float = 120) -> subprocess.
                           text=True, timeout=timeout)
 
 
+def run_generations(root: Path, params: Params, generations: int, *, runner: str = "threads",
+                    tracking: bool = False, plateau: int | None = None) -> list[dict]:
+    """Run the loop flow on the project ``root`` with ``params`` written to ``root/params.yaml``
+    (needs the ``prefect_server`` fixture). One worker; ``runner``: ``TRI_TASK_RUNNER``."""
+    from pipelines.loop import loop_flow
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "params.yaml").write_text(dump_params(params))
+    saved = {k: os.environ.get(k) for k in ("TRI_WORKERS", "TRI_TASK_RUNNER", "TRI_TRACKING", "TRI_DEVICE")}
+    os.environ.update(TRI_WORKERS="2" if runner != "threads" else "1", TRI_TASK_RUNNER=runner,
+                      TRI_TRACKING=str(tracking).lower(), TRI_DEVICE="cpu")
+    try:
+        return loop_flow(root=str(root), generations=generations, plateau=plateau)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def assert_clean_error(proc: subprocess.CompletedProcess, code: int = 1, *needles: str) -> None:
     """A user error: exit ``code``, ``error:`` lines on stderr naming ``needles``, no traceback."""
     assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
@@ -130,4 +153,4 @@ def assert_clean_error(proc: subprocess.CompletedProcess, code: int = 1, *needle
 
 __all__ = ["SMALL_BOARD", "OTHER_BOARD", "TINY_NET", "PARAMS", "PNG_SIGNATURE", "with_section", "game_of",
            "save_model", "synthetic_episodes", "write_synthetic_folder", "fake_episodes", "write_params",
-           "tri_cli", "assert_clean_error"]
+           "tri_cli", "assert_clean_error", "run_generations"]

@@ -1,6 +1,7 @@
-"""The local loop end to end on a tiny setup: the documented file layout after two generations,
-how generations are wired (who plays, who trains from what), continuing after the decision log
-and after an interruption, and ``tri curve``.
+"""The loop flow end to end on a tiny setup in a plain (unversioned) project folder: the
+documented file layout after two generations, how generations are wired (who plays, who trains
+from what), continuing after the decision log and after an interruption, and ``tri curve``.
+(Versioning with DVC, git and MLflow: ``test_flow.py``.)
 
 The arena's rule is forced through its threshold (``mean > -1e9`` always promotes, ``> 1e9``
 never does), so both branches of the decision are exercised deterministically.
@@ -17,24 +18,22 @@ import pytest
 import tri.promote
 from tri import layout
 from tri.arena import load_result
-from tri.config import Runtime
-from tri.loop import ensure_initial, next_generation, run_loop
 from tri.net import load_checkpoint
 from tri.shards import read_positions
+from tri.versioning import next_generation
 
-from tests.pipeline_fixtures import PARAMS, PNG_SIGNATURE, assert_clean_error, game_of, tri_cli, with_section
+from tests.pipeline_fixtures import (PARAMS, PNG_SIGNATURE, assert_clean_error, game_of, run_generations, tri_cli,
+                                     with_section)
 
-ONE = Runtime(workers=1, device="cpu")
 ALWAYS = with_section(PARAMS, "arena", rule="mean", threshold=-1e9)
 NEVER = with_section(PARAMS, "arena", rule="mean", threshold=1e9)
 
 
 @pytest.fixture(scope="module")
-def loop(tmp_path_factory):
+def loop(tmp_path_factory, prefect_server):
     root = tmp_path_factory.mktemp("loop") / "project"
-    reports: list[str] = []
-    results = run_loop(ALWAYS, root, generations=2, runtime=ONE, progress=False, report=reports.append)
-    return {"root": root, "results": results, "reports": reports}
+    results = run_generations(root, ALWAYS, 2)
+    return {"root": root, "results": results}
 
 
 def log_entries(root) -> list[dict]:
@@ -43,7 +42,8 @@ def log_entries(root) -> list[dict]:
 
 def test_layout_after_two_generations(loop):
     root = loop["root"]
-    expected = {"models/best.pt", "models/gen-0000.pt", "models/promotions.jsonl",
+    expected = {"models/best.pt", "models/gen-0000.pt", "models/promotions.jsonl", "params.yaml",
+                "models/generation.yaml", "models/.generation.lock",
                 "models/candidates/gen-0001.pt", "models/candidates/gen-0002.pt",
                 "data/arena/gen-0001.json", "data/arena/gen-0002.json"}
     for g in (1, 2):
@@ -68,18 +68,19 @@ def test_decision_log_and_results(loop):
     entries = log_entries(root)
     assert [e["generation"] for e in entries] == [1, 2]
     assert all(e["promoted"] for e in entries)
-    assert [r.generation for r in results] == [1, 2] and all(r.promoted for r in results)
-    assert [json.loads(line)["generation"] for line in loop["reports"]] == [1, 2]
+    assert [r["generation"] for r in results] == [1, 2] and all(r["promoted"] for r in results)
     for r, e in zip(results, entries):
-        arena = load_result(layout.arena_path(root, r.generation))
+        arena = load_result(layout.arena_path(root, r["generation"]))
         assert arena.promote and arena.rule == "mean > -1e+09"
-        assert arena.a.name == str(layout.candidate_path(root, r.generation))
-        assert arena.b.name == str(layout.best_path(root))
+        # The arena names players by their paths in the project (as dvc.yaml's command does).
+        assert arena.a.name == f"models/candidates/gen-000{r['generation']}.pt"
+        assert arena.b.name == ("models/gen-0000.pt" if r["generation"] == 1 else "models/candidates/gen-0001.pt")
         assert arena.games == PARAMS.arena.games
-        assert (r.candidate_mean, r.best_mean, r.diff_low) == (arena.a.mean, arena.b.mean, arena.diff_low)
-        assert e["model_id"] == load_checkpoint(layout.candidate_path(root, r.generation)).model_id
+        assert (r["candidate_mean"], r["best_mean"], r["diff_low"]) == (arena.a.mean, arena.b.mean, arena.diff_low)
+        assert e["model_id"] == load_checkpoint(layout.candidate_path(root, r["generation"])).model_id
         assert e["kept"] == str(layout.best_path(root))
-        assert r.selfplay_games == PARAMS.selfplay.games and r.train_steps > 0
+        assert r["selfplay_games"] == PARAMS.selfplay.games and r["train_steps"] > 0
+        assert 0 < r["stage_seconds"] < r["seconds"]
     # The best model is the last promoted candidate.
     assert layout.best_path(root).read_bytes() == layout.candidate_path(root, 2).read_bytes()
 
@@ -96,7 +97,7 @@ def test_generations_are_wired_together(loop):
         assert df["generation"].unique().to_list() == [g]
         assert df["model_id"].unique().to_list() == [player.model_id]
     assert c1.provenance["parent_generation"] == "0" and c2.provenance["parent_generation"] == "1"
-    assert c2.provenance["data"].split(",") == [str(layout.selfplay_dir(root, g)) for g in (1, 2)]
+    assert c2.provenance["data"].split(",") == [layout.selfplay_dir(root, g).name for g in (1, 2)]
     sizes = {g: pl.read_parquet(layout.shard_paths(layout.selfplay_dir(root, g))).height for g in (1, 2)}
     m2 = json.loads((layout.train_dir(root, 2) / "metrics.json").read_text())
     assert m2["new_positions"] == sizes[2] and m2["window_positions"] == sizes[1] + sizes[2]
@@ -115,28 +116,31 @@ def test_continues_after_the_log_and_after_an_interruption(loop, tmp_path, monke
     real_promote = tri.promote.run
 
     def crash(*args, **kwargs):
-        raise KeyboardInterrupt
+        raise RuntimeError("power cut")
 
     monkeypatch.setattr(tri.promote, "run", crash)
-    with pytest.raises(KeyboardInterrupt):
-        run_loop(NEVER, root, generations=1, runtime=ONE, progress=False, report=lambda _: None)
+    with pytest.raises(RuntimeError, match="power cut"):
+        run_generations(root, NEVER, 1)
     assert layout.arena_path(root, 3).exists() and next_generation(root) == 3
     monkeypatch.setattr(tri.promote, "run", real_promote)
     # Running again redoes generation 3 (and only it), then rejects its candidate.
-    results = run_loop(NEVER, root, generations=1, runtime=ONE, progress=False, report=lambda _: None)
-    assert [r.generation for r in results] == [3] and not results[0].promoted
+    results = run_generations(root, NEVER, 1)
+    assert [r["generation"] for r in results] == [3] and not results[0]["promoted"]
     assert [e["generation"] for e in log_entries(root)] == [1, 2, 3]
     assert layout.best_path(root).read_bytes() == best_before
     assert layout.rejected_path(root, 3).read_bytes() == layout.candidate_path(root, 3).read_bytes()
     assert next_generation(root) == 4
     assert not layout.rejected_path(root, 2).exists()
-    # Generation 4 trains from the rejected candidate 3 (continue_from: latest), not from the best;
-    # with continue_from: best it would start from the best model.
-    assert layout.train_start_path(root, 4, "latest") == layout.candidate_path(root, 3)
-    assert layout.train_start_path(root, 4, "best") == layout.best_path(root)
-    run_loop(NEVER, root, generations=1, runtime=ONE, progress=False, report=lambda _: None)
-    c3, c4 = (load_checkpoint(layout.candidate_path(root, g), game_of()) for g in (3, 4))
-    assert c4.provenance["parent_model_id"] == c3.model_id != load_checkpoint(layout.best_path(root)).model_id
+    # Generation 4 trains from the best model (continue_from: best), or with continue_from: latest
+    # from the rejected candidate 3; the best model plays either way.
+    run_generations(root, NEVER, 1)
+    c2, c3, c4 = (load_checkpoint(layout.candidate_path(root, g), game_of()) for g in (2, 3, 4))
+    assert c4.provenance["parent_model_id"] == c2.model_id == load_checkpoint(layout.best_path(root)).model_id
+    run_generations(root, with_section(NEVER, "train", continue_from="latest"), 1)
+    c5 = load_checkpoint(layout.candidate_path(root, 5), game_of())
+    assert c5.provenance["parent_model_id"] == c4.model_id
+    df = read_positions(layout.shard_paths(layout.selfplay_dir(root, 5)), game_of(), ["model_id"])
+    assert df["model_id"].unique().to_list() == [c2.model_id]
 
 
 def test_next_generation_reads_the_log(tmp_path):
@@ -149,7 +153,9 @@ def test_next_generation_reads_the_log(tmp_path):
     assert next_generation(tmp_path) == 8
 
 
-def test_ensure_initial_keeps_an_existing_best(tmp_path):
+def test_ensure_initial_keeps_an_existing_best(tmp_path, prefect_server):
+    from pipelines.generation import ensure_initial
+
     best = ensure_initial(PARAMS, tmp_path)
     assert best == layout.best_path(tmp_path)
     initial = layout.model_path(tmp_path, 0)
@@ -159,9 +165,16 @@ def test_ensure_initial_keeps_an_existing_best(tmp_path):
     assert ensure_initial(PARAMS, tmp_path) == best and best.read_bytes() == b"someone else's best"
 
 
-def test_minutes_zero_runs_nothing(tmp_path):
-    assert run_loop(PARAMS, tmp_path, minutes=0, runtime=ONE, progress=False) == []
-    assert not layout.promotions_log(tmp_path).exists()
+def test_stop_conditions():
+    from pipelines.loop import should_stop
+
+    rows = [{"promoted": p} for p in (True, False, False)]
+    assert should_stop([], 0.0, generations=None, minutes=0, plateau=None) == "0 minute(s) passed"
+    assert should_stop(rows, 10.0, generations=3, minutes=None, plateau=None) == "3 generation(s) done"
+    assert should_stop(rows, 10.0, generations=4, minutes=1, plateau=None) is None
+    assert should_stop(rows, 60.0, generations=4, minutes=1, plateau=None) == "1 minute(s) passed"
+    assert should_stop(rows, 10.0, generations=None, minutes=None, plateau=2) == "no promotion in 2 generation(s)"
+    assert should_stop(rows, 10.0, generations=None, minutes=None, plateau=3) is None
 
 
 def test_cli_curve(loop):
@@ -187,4 +200,4 @@ def test_cli_curve_and_loop_errors(loop, tmp_path):
     assert_clean_error(tri_cli("curve", "--root", loop["root"], "--out", tmp_path / "c.png", "--baseline", "greedy"),
                        1, "NAME=SCORE")
     assert not (tmp_path / "c.png").exists()
-    assert_clean_error(tri_cli("loop", "--root", tmp_path), 1, "--generations or --minutes")
+    assert_clean_error(tri_cli("loop", "--root", tmp_path), 1, "--generations, --minutes or --plateau")

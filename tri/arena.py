@@ -128,9 +128,12 @@ def _report(name: str, episodes) -> PlayerReport:
 
 
 def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int | None = None,
-        generation: int = 0, out: Path | None = None, runtime: Runtime | None = None) -> ArenaResult:
+        generation: int = 0, out: Path | None = None, runtime: Runtime | None = None,
+        labels: tuple[str, str] | None = None) -> ArenaResult:
     """Compare the players named by specs ``a`` and ``b`` (see :mod:`tri.players`) on the seeds
-    of ``seed`` (default ``arena.seed``) and ``generation``."""
+    of ``seed`` (default ``arena.seed``) and ``generation``. ``labels`` name them in the result
+    (default: the specs), so a caller passing absolute paths can write the same bytes as the
+    command line run from the project folder."""
     import torch
 
     from tri.games import make_game
@@ -154,7 +157,7 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # results must not depend on the machine (float summation order)
     try:
-        result = _play(game, ap, a, b, agent_a, agent_b, seeds, n)
+        result = _play(game, ap, *(labels or (a, b)), agent_a, agent_b, seeds, n)
     finally:
         torch.set_num_threads(threads)
     if out is not None:

@@ -77,19 +77,16 @@ def init_cmd(game_name: str | None, out: Path, params_path: Path | None) -> None
     """Write a fresh generation-0 network (weights from net.seed)."""
     from tri.config import load_params
     from tri.games import make_game
-    from tri.net import Checkpoint, build_model, save_checkpoint
+    from tri.net import initial_checkpoint, save_checkpoint
 
     params = load_params(params_path)
     if game_name is not None and game_name != params.game.name:
         raise TriError(f"--game {game_name} but params.yaml selects game.name: {params.game.name}")
     game = make_game(params.game)
-    model = build_model(game, params.net)
-    ckpt = Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"),
-                      net_params=params.net, generation=0, model=model,
-                      provenance={"created_by": "tri init"})
+    ckpt = initial_checkpoint(game, params.net)
     save_checkpoint(ckpt, out)
     click.echo(f"wrote {out}: {game.name} network, generation 0, "
-               f"{sum(p.numel() for p in model.parameters()):,} parameters, model id {ckpt.model_id}")
+               f"{sum(p.numel() for p in ckpt.model.parameters()):,} parameters, model id {ckpt.model_id}")
 
 
 @main.command("selfplay")
@@ -119,8 +116,11 @@ def selfplay_cmd(model: Path, out: Path, generation: int | None, progress: bool,
 @main.command("train")
 @click.option("--model", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The best model, to continue from.")
-@click.option("--data", type=click.Path(file_okay=False, path_type=Path), multiple=True, required=True,
+@click.option("--data", type=click.Path(file_okay=False, path_type=Path), multiple=True,
               help="Self-play folders, oldest first; the last one is the new data. Repeat the option.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Instead of --data: the project whose last train.window self-play generations up to "
+                   "--generation to read.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Candidate checkpoint to write.")
 @click.option("--generation", type=int, default=None, help="Generation of the candidate (default: model's + 1).")
@@ -128,13 +128,21 @@ def selfplay_cmd(model: Path, out: Path, generation: int | None, progress: bool,
 @click.option("--losses", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Per-step CSV.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @PARAMS_OPTION
-def train_cmd(model: Path, data: tuple[Path, ...], out: Path, generation: int | None, metrics: Path | None,
-              losses: Path | None, progress: bool, params_path: Path | None) -> None:
-    """Train a candidate from the best model on a window of self-play."""
+def train_cmd(model: Path, data: tuple[Path, ...], root: Path | None, out: Path, generation: int | None,
+              metrics: Path | None, losses: Path | None, progress: bool, params_path: Path | None) -> None:
+    """Train a candidate from a network (the best, or the previous candidate) on a window of self-play."""
+    from tri import layout
     from tri.config import load_params
     from tri.train import run
 
-    r = run(load_params(params_path), model, list(data), out, generation=generation, metrics=metrics,
+    params = load_params(params_path)
+    if (root is None) == (not data):
+        raise TriError("tri train: give either --data folders or --root with --generation")
+    if root is not None:
+        if generation is None:
+            raise TriError("tri train: --root needs --generation")
+        data = tuple(layout.window_dirs(root, generation, params.train.window))
+    r = run(params, model, list(data), out, generation=generation, metrics=metrics,
             losses=losses, progress=progress)
     click.echo(f"train: generation {r.generation}, {r.steps} steps on {r.window_positions} positions "
                f"({r.new_positions} new) in {r.seconds:.1f} s, loss {r.loss:.4f} "
@@ -183,22 +191,34 @@ def promote_cmd(arena_path: Path, candidate: Path, best: Path, rejected: Path, l
 
 @main.command("loop")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True,
-              help="Project folder holding models/ and data/.")
+              help="Project folder holding params.yaml, models/ and data/.")
 @click.option("--generations", type=click.IntRange(1), default=None, help="Stop after this many generations.")
 @click.option("--minutes", type=click.FloatRange(0), default=None, help="Stop starting generations after this long.")
-@click.option("--progress/--no-progress", default=True, show_default=True)
-@PARAMS_OPTION
-def loop_cmd(root: Path, generations: int | None, minutes: float | None, progress: bool,
+@click.option("--plateau", type=click.IntRange(1), default=None,
+              help="Stop after this many generations in a row without a promotion.")
+@click.option("--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Params file (default: ROOT/params.yaml, else the embedded defaults). A DVC project "
+                   "runs on its params.yaml only.")
+def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau: int | None,
              params_path: Path | None) -> None:
-    """Run generations (self-play, train, arena, promote) in this process, continuing after the
-    last recorded one."""
-    from tri.config import Runtime, load_params
-    from tri.loop import run_loop
+    """Run generations as Prefect flows (self-play, train, arena, promote, record), continuing
+    after the last recorded one."""
+    from tri import stores, versioning
 
-    if generations is None and minutes is None:
-        raise TriError("tri loop: give --generations or --minutes")
-    run_loop(load_params(params_path), root, generations=generations, minutes=minutes, runtime=Runtime(),
-             progress=progress, report=click.echo)
+    if generations is None and minutes is None and plateau is None:
+        raise TriError("tri loop: give --generations, --minutes or --plateau")
+    root.mkdir(parents=True, exist_ok=True)
+    params_file = str(params_path.resolve()) if params_path is not None else None
+    # Fail fast, before a Prefect server starts (the flow checks both again).
+    versioning.check_params_file(root, params_file)
+    with versioning.project_lock(root):
+        pass
+    stores.configure(root)
+    from pipelines.loop import HEADER, loop_flow
+
+    click.echo(HEADER)
+    loop_flow(root=str(root.resolve()), params_file=params_file, generations=generations, minutes=minutes,
+              plateau=plateau, echo=True)
 
 
 @main.command("curve")
@@ -272,6 +292,17 @@ def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, seed: int
 
     print_report(run(load_params(params_path), repeats=repeats, moves=moves, leaves=leaves, seed=seed),
                  as_json=as_json)
+
+
+def _attach_game_commands() -> None:
+    from tri.cli_games import eval_group, play_connect4, play_tictactoe
+
+    play.add_command(play_connect4, "connect4")
+    play.add_command(play_tictactoe, "tictactoe")
+    main.add_command(eval_group, "eval")
+
+
+_attach_game_commands()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ trained, the arena decides. Numbers are zero-padded::
     models/candidates/gen-NNNN.pt         the candidate trained in generation N
     models/rejected/gen-NNNN.pt           a candidate the arena did not promote
     models/promotions.jsonl               one line per decision
+    models/generation.yaml                the generation dvc.yaml describes (written between generations)
+    models/.generation.lock               held while a generation runs
     data/selfplay/gen-NNNN/               self-play of generation N (by the best model then)
         shard-SSS.parquet                 positions (schema: tri.shards)
         shard-SSS.games.parquet           one summary row per game
@@ -39,21 +41,26 @@ def candidate_path(root: Path, generation: int) -> Path:
     return Path(root) / "models" / "candidates" / f"{_gen(generation)}.pt"
 
 
-def train_start_path(root: Path, generation: int, continue_from: str) -> Path:
-    """The network generation ``generation`` trains from: the best model, or (``latest``) the
-    previous generation's candidate when there is one."""
-    previous = candidate_path(root, generation - 1)
-    if continue_from == "latest" and generation > 1 and previous.exists():
-        return previous
-    return best_path(root)
-
-
 def rejected_path(root: Path, generation: int) -> Path:
     return Path(root) / "models" / "rejected" / f"{_gen(generation)}.pt"
 
 
 def promotions_log(root: Path) -> Path:
     return Path(root) / "models" / "promotions.jsonl"
+
+
+def plan_path(root: Path) -> Path:
+    return Path(root) / "models" / "generation.yaml"
+
+
+def lock_path(root: Path) -> Path:
+    return Path(root) / "models" / ".generation.lock"
+
+
+def generation_outputs(root: Path, generation: int) -> list[Path]:
+    """What generation ``generation``'s stages write (dvc.yaml's outs, metrics and plots)."""
+    return [selfplay_dir(root, generation), candidate_path(root, generation), train_dir(root, generation),
+            arena_path(root, generation)]
 
 
 def train_dir(root: Path, generation: int) -> Path:

@@ -181,6 +181,13 @@ def build_model(game, params: NetParams) -> PolicyValueNet:
         torch.random.set_rng_state(generator_state)
 
 
+def initial_checkpoint(game, net_params) -> Checkpoint:
+    """Generation 0: a fresh network with weights from ``net_params.seed`` (the same bytes
+    whoever creates it: ``tri init``, the loop, or ``dvc repro``)."""
+    return Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"), net_params=net_params,
+                      generation=0, model=build_model(game, net_params), provenance={"created_by": "tri init"})
+
+
 def save_checkpoint(ckpt: Checkpoint, path: str | Path) -> None:
     """Write ``ckpt`` atomically: a temporary file in the same folder, then a rename, so a crash
     leaves the previous file intact."""

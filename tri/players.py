@@ -10,6 +10,8 @@ spec                      player
 ``PATH.pt``               the checkpoint with search (``arena.simulations``)
 ``mcts:PATH:N``           the checkpoint with ``N`` simulations of search
 ``net:PATH``              the checkpoint's policy alone, no search (most probable move)
+``models:/NAME@ALIAS``    a registered MLflow version (also ``models:/NAME/VERSION``), e.g.
+                          ``models:/tri-triangle@champion``; PATH above may be one too
 ========================  ===========================================================
 """
 
@@ -74,19 +76,32 @@ class PlayerSpec:
     text: str = ""
 
 
-def parse_spec(text: str) -> PlayerSpec:
-    """Parse a player spec (see the module docstring); raises :class:`TriError` if malformed."""
+def parse_spec(text: str, root: Path | None = None) -> PlayerSpec:
+    """Parse a player spec (see the module docstring); raises :class:`TriError` if malformed.
+    ``models:/`` URIs are resolved to a local checkpoint through the MLflow store of the
+    project ``root`` (default: the current directory)."""
+
+    def local(path: str) -> Path:
+        if not path.startswith("models:/"):
+            return Path(path)
+        from tri.tracking import resolve_model
+
+        try:
+            return resolve_model(path, Path.cwd() if root is None else root)
+        except TriError as exc:  # its message names the URI: name the whole spec only if it differs
+            raise (exc if path == text else TriError(f"player {text!r}: {exc}")) from None
+
     if text in ("random", "greedy"):
         return PlayerSpec(text, text=text)
     if text.startswith("models:/"):
-        raise TriError(f"player {text!r}: MLflow model URIs need tracking, which this version does not have yet")
+        return PlayerSpec("mcts", local(text), text=text)
     if text.startswith("net:"):
-        return PlayerSpec("net", Path(text[4:]), text=text)
+        return PlayerSpec("net", local(text[4:]), text=text)
     if text.startswith("mcts:"):
         path, _, sims = text[5:].rpartition(":")
         if not path or not sims.isdigit() or int(sims) <= 0:
             raise TriError(f"player {text!r}: expected mcts:PATH:SIMULATIONS, e.g. mcts:models/gen-0003.pt:128")
-        return PlayerSpec("mcts", Path(path), int(sims), text=text)
+        return PlayerSpec("mcts", local(path), int(sims), text=text)
     if text and (Path(text).suffix == ".pt" or Path(text).is_file()):
         return PlayerSpec("mcts", Path(text), text=text)
     raise TriError(f"unknown player {text!r}: use random, greedy, a checkpoint path (.pt), "

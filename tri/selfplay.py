@@ -90,6 +90,9 @@ def play_shard(task: ShardTask, report=None) -> ShardResult:
     key = _task_key(task, ckpt.model_id)
     if games_file.exists() and shard_key(positions_file) == key:
         return ShardResult(task.shard, len(task.seeds), 0, 0.0, (), skipped=True)
+    for name in (positions_file.name, games_file.name):  # left by a killed attempt at this shard
+        for stale in out.glob(f".{name}.*.tmp"):
+            stale.unlink(missing_ok=True)
     sp = params.selfplay
     agent = MctsAgent(game, make_evaluator(ckpt.model, game, task.device), params.mcts,
                       shard_rng(sp.seed, task.generation, task.shard), noise=sp.noise,
@@ -132,26 +135,58 @@ def _worker(task: ShardTask, events) -> ShardResult:
     return play_shard(task, lambda score, positions: events.put((score, positions)))
 
 
-def run(params: Params, model: Path, out: Path, *, generation: int | None = None,
-        runtime: Runtime | None = None, progress: bool = True) -> SelfplayResult:
-    """Play ``params.selfplay.games`` games with the checkpoint ``model`` into the folder ``out``.
+def shard_tasks(params: Params, model: Path, out: Path, *, generation: int | None = None,
+                device: str = "cpu") -> list[ShardTask]:
+    """The shards of one self-play run (``selfplay.shards`` of them, fixed by params): what
+    :func:`run` plays in its worker pool, and what the generation flow submits one task each.
     ``generation`` (default: the model's) labels the data and, with ``selfplay.seed``, seeds it."""
     from tri.games import make_game
     from tri.net import load_checkpoint
 
-    runtime = runtime or Runtime()
     game = make_game(params.game)
     model_generation = load_checkpoint(model, game).generation  # fails early on a bad checkpoint
     generation = model_generation if generation is None else generation
     sp = params.selfplay
     seeds = game_seeds(sp.seed, generation, sp.games)
     bounds = np.linspace(0, sp.games, min(sp.shards, sp.games) + 1).astype(int)
-    device = "cpu" if runtime.device == "auto" else runtime.device
-    tasks = [ShardTask(params, str(model), str(out), generation, i, int(lo), tuple(int(s) for s in seeds[lo:hi]), device)
-             for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
     Path(out).mkdir(parents=True, exist_ok=True)
+    return [ShardTask(params, str(model), str(out), generation, i, int(lo), tuple(int(s) for s in seeds[lo:hi]),
+                      device) for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+
+
+def play_shard_alone(task: ShardTask) -> ShardResult:
+    """:func:`play_shard` with torch on one thread, as in a pool worker (so a shard's bytes do
+    not depend on where it runs: a worker process, a thread of an orchestrator, a Dask worker)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return play_shard(task)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def summarize(tasks: list[ShardTask], results: list[ShardResult], seconds: float) -> SelfplayResult:
+    """Totals of a run's shard results (skipped shards count as files, not as games played)."""
+    played = [r for r in results if not r.skipped]
+    scores = [s for r in played for s in r.scores]
+    positions = sum(r.positions for r in played)
+    return SelfplayResult(games=sum(r.games for r in played), positions=positions,
+                          mean_score=float(np.mean(scores)) if scores else float("nan"), seconds=seconds,
+                          positions_per_second=positions / seconds if seconds > 0 else 0.0,
+                          shards=tuple(str(layout.shard_path(Path(t.out), t.shard)) for t in tasks))
+
+
+def run(params: Params, model: Path, out: Path, *, generation: int | None = None,
+        runtime: Runtime | None = None, progress: bool = True) -> SelfplayResult:
+    """Play ``params.selfplay.games`` games with the checkpoint ``model`` into the folder ``out``,
+    the shards of :func:`shard_tasks` in ``runtime.workers`` processes."""
+    runtime = runtime or Runtime()
+    device = "cpu" if runtime.device == "auto" else runtime.device
+    tasks = shard_tasks(params, model, out, generation=generation, device=device)
     start = time.perf_counter()
-    with _Progress(sp.games, enabled=progress) as bar:
+    with _Progress(params.selfplay.games, enabled=progress) as bar:
         workers = min(runtime.workers, len(tasks))
         if workers <= 1:
             import torch
@@ -179,14 +214,7 @@ def run(params: Params, model: Path, out: Path, *, generation: int | None = None
         for r in results:
             if r.skipped:
                 bar.skip(r.games)
-    seconds = time.perf_counter() - start
-    played = [r for r in results if not r.skipped]
-    scores = [s for r in played for s in r.scores]
-    positions = sum(r.positions for r in played)
-    return SelfplayResult(games=sum(r.games for r in played), positions=positions,
-                          mean_score=float(np.mean(scores)) if scores else float("nan"), seconds=seconds,
-                          positions_per_second=positions / seconds if seconds > 0 else 0.0,
-                          shards=tuple(str(layout.shard_path(out, t.shard)) for t in tasks))
+    return summarize(tasks, results, time.perf_counter() - start)
 
 
 class _Progress:

@@ -43,7 +43,8 @@ class TrainResult:
     model_id: str
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        """The metrics file: everything but the wall time, so a rerun writes the same bytes."""
+        return json.dumps({k: v for k, v in asdict(self).items() if k != "seconds"}, indent=2)
 
 
 def _load_window(game, folders: list[Path]) -> tuple[dict[str, np.ndarray], int]:
@@ -164,7 +165,7 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
         bar.stop()
     net.eval()
     provenance = {"parent_model_id": parent_id, "parent_generation": str(best.generation),
-                  "data": ",".join(str(d) for d in data), "train_steps": str(steps)}
+                  "data": ",".join(Path(d).name for d in data), "train_steps": str(steps)}
     candidate = Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"),
                            net_params=best.net_params, generation=generation, model=net,
                            provenance=provenance, optimizer=optimizer.state_dict())

@@ -1,0 +1,190 @@
+"""One generation as one Prefect flow run: self-play (one task per shard, through the configured
+task runner), train, arena against the best, promote, record.
+
+The tasks call the same stage functions as the ``tri`` commands that ``dvc.yaml`` runs, with the
+same inputs, so the files are the same bytes whichever ran them; :mod:`tri.versioning` then
+makes ``dvc.lock`` describe the run and commits it. Tasks pass paths and small results, never
+networks. Shard tasks retry; a shard already complete with the same inputs is kept, so a
+retried or resumed generation does not play it again. A project lock refuses a second
+generation on the same project.
+
+Call :func:`tri.stores.configure` before importing this module (the CLI and ``tri serve`` do),
+so Prefect's state lives in the project.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.futures import wait
+
+from pipelines.runners import make_task_runner
+from tri import layout, versioning
+from tri.config import Params, Runtime, load_params
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """What a generation did (returned by the flow; logged to MLflow by :mod:`tri.tracking`)."""
+
+    generation: int
+    selfplay_games: int
+    selfplay_positions: int
+    selfplay_mean_score: float
+    selfplay_positions_per_second: float
+    train_steps: int
+    train_loss: float
+    candidate_mean: float
+    best_mean: float
+    diff_low: float
+    promoted: bool
+    seconds: float
+    stage_seconds: float  # time inside the stage functions; the rest is orchestration
+    commit: str | None = None
+    mlflow_run_id: str | None = None
+    model_version: str | None = None
+
+    @property
+    def overhead(self) -> float:
+        return 1.0 - self.stage_seconds / self.seconds if self.seconds > 0 else 0.0
+
+
+def _params(root: Path, params_file: str | None) -> Params:
+    """``params_file`` (relative to the project), or the project's params.yaml if it has one,
+    else the embedded defaults."""
+    if params_file is None:
+        default = root / "params.yaml"
+        return load_params(default) if default.is_file() else Params()
+    path = Path(params_file)
+    return load_params(path if path.is_absolute() else root / path)
+
+
+@task(name="selfplay-shard", retries=2, retry_delay_seconds=1, task_run_name="selfplay shard {task.shard}")
+def selfplay_shard(task):
+    from tri.selfplay import play_shard_alone
+
+    return play_shard_alone(task)
+
+
+@task(name="train")
+def train_task(root: Path, params_file: str | None, plan: versioning.Plan):
+    from tri import train
+
+    params = _params(root, params_file)
+    g = plan.generation
+    return train.run(params, root / plan.start, layout.window_dirs(root, g, params.train.window),
+                     layout.candidate_path(root, g), generation=g,
+                     metrics=layout.train_dir(root, g) / "metrics.json",
+                     losses=layout.train_dir(root, g) / "losses.csv", progress=False)
+
+
+@task(name="arena")
+def arena_task(root: Path, params_file: str | None, plan: versioning.Plan):
+    from tri import arena
+
+    params = _params(root, params_file)
+    g = plan.generation
+    candidate = layout.candidate_path(Path("."), g).as_posix()
+    # Absolute paths to play, and the relative ones (as dvc.yaml's command has them) in the file.
+    return arena.run(params, str(root / candidate), str(root / plan.player), generation=g,
+                     out=layout.arena_path(root, g), runtime=Runtime(), labels=(candidate, plan.player))
+
+
+@task(name="promote")
+def promote_task(root: Path, generation: int):
+    from tri import promote
+
+    return promote.run(layout.arena_path(root, generation), layout.candidate_path(root, generation),
+                       layout.best_path(root), rejected=layout.rejected_path(root, generation),
+                       log=layout.promotions_log(root), generation=generation)
+
+
+@task(name="track", retries=1)
+def track_task(root: Path, params_file: str | None, generation: int, parent_run_id: str | None,
+               extra: dict[str, float]):
+    from tri import tracking
+
+    return tracking.log_generation(root, _params(root, params_file), generation, parent_run_id=parent_run_id,
+                                   metrics=extra)
+
+
+def ensure_initial(params: Params, root: Path) -> Path:
+    """Generation 0 (a fresh network, as the ``init`` stage writes it) and the best model."""
+    from tri import atomic
+    from tri.games import make_game
+    from tri.net import initial_checkpoint, save_checkpoint
+
+    initial = layout.model_path(root, 0)
+    if not initial.exists():
+        save_checkpoint(initial_checkpoint(make_game(params.game), params.net), initial)
+    best = layout.best_path(root)
+    if not best.exists():
+        atomic.copy(initial, best)
+    return best
+
+
+def run_generation(root: Path, params_file: str | None = None, parent_run_id: str | None = None) -> GenerationResult:
+    """The body of :func:`generation_flow` (call it inside a flow: it submits tasks)."""
+    from tri import selfplay
+    from tri.config import Runtime
+
+    logger = get_run_logger()
+    root = Path(root).resolve()
+    versioning.check_params_file(root, params_file)
+    params = _params(root, params_file)
+    runtime = Runtime()
+    start = time.perf_counter()
+    with versioning.project_lock(root):
+        generation = versioning.next_generation(root)
+        plan = versioning.begin(params, root, generation)
+        ensure_initial(params, root)
+        logger.info("generation %d: %s plays, training starts from %s", generation, plan.player, plan.start)
+
+        t0 = time.perf_counter()
+        device = "cpu" if runtime.device == "auto" else runtime.device
+        tasks = selfplay.shard_tasks(params, root / plan.player, layout.selfplay_dir(root, generation),
+                                     generation=generation, device=device)
+        futures = selfplay_shard.map(tasks)
+        wait(futures)
+        sp = selfplay.summarize(tasks, [f.result() for f in futures], time.perf_counter() - t0)
+        stage = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        tr = train_task(root, params_file, plan)
+        ar = arena_task(root, params_file, plan)
+        stage += time.perf_counter() - t0
+
+        versioning.record(root)  # dvc.lock now describes the stages that ran
+        t0 = time.perf_counter()
+        pr = promote_task(root, generation)
+        stage += time.perf_counter() - t0
+        seconds = time.perf_counter() - start
+        extra = {"selfplay_seconds": sp.seconds, "selfplay_positions_per_second": sp.positions_per_second,
+                 "train_seconds": tr.seconds, "generation_seconds": seconds}
+        decision = "promoted" if pr.promoted else "rejected"
+        commit = versioning.finish(root, generation, f"tri: generation {generation} ({decision}: candidate "
+                                   f"{ar.a.mean:.2f} vs best {ar.b.mean:.2f})")
+        record = None
+        if runtime.tracking:  # after the commit, so the run's provenance names the generation's own commit
+            record = track_task(root, params_file, generation, parent_run_id, extra)
+    seconds = time.perf_counter() - start
+    result = GenerationResult(generation, sp.games, sp.positions, sp.mean_score, sp.positions_per_second,
+                              tr.steps, tr.loss, ar.a.mean, ar.b.mean, ar.diff_low, pr.promoted, seconds, stage,
+                              commit, getattr(record, "run_id", None), getattr(record, "model_version", None))
+    logger.info("generation %d %s in %.1f s (orchestration %.1f%%)", generation, decision, seconds,
+                100 * result.overhead)
+    return result
+
+
+@flow(name="tri-generation", validate_parameters=False)
+def generation_flow(root: str = ".", params_file: str | None = None, parent_run_id: str | None = None) -> dict:
+    """One generation of the project at ``root`` (the next after its decision log)."""
+    return asdict(run_generation(Path(root), params_file, parent_run_id))
+
+
+def configured(runtime: Runtime | None = None):
+    """:func:`generation_flow` with the task runner the settings name (``TRI_TASK_RUNNER``)."""
+    return generation_flow.with_options(task_runner=make_task_runner(runtime or Runtime()))

@@ -1,0 +1,213 @@
+"""A versioned project end to end: two generations through the Prefect flow (process-pool task
+runner, MLflow tracking on) in a git + DVC project laid out like this repository, then
+
+- the files, the decisions, the MLflow runs, registered versions and the ``champion`` alias;
+- the lock file: ``dvc status`` is clean, git has one tagged commit per generation;
+- reproducibility: ``dvc repro --force`` re-creates the generation's outputs byte for byte;
+- faults: a shard writer killed mid-write leaves no partial shard, a failed shard task is
+  retried and the generation completes; a second generation on the same project is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tri import layout, versioning
+from tri.errors import TriError
+from tri.net import load_checkpoint
+
+from tri.config import dump_params
+
+from tests.pipeline_fixtures import PARAMS, assert_clean_error, run_generations, tri_cli, with_section
+
+REPO = Path(__file__).resolve().parents[1]
+# Generation 1 is promoted, generation 2 rejected (the arena's threshold is edited in between,
+# as a user would edit params.yaml).
+ALWAYS = with_section(PARAMS, "arena", rule="mean", threshold=-1e9)
+NEVER = with_section(PARAMS, "arena", rule="mean", threshold=1e9)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+def dvc(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root, capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def new_project(root: Path) -> Path:
+    """A fresh project laid out like this repository: its dvc.yaml, DVC config and ignore files."""
+    root.mkdir(parents=True)
+    for name in ("dvc.yaml", ".dvcignore", ".gitignore"):
+        shutil.copy(REPO / name, root / name)
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "test@localhost")
+    git(root, "config", "user.name", "test")
+    assert dvc(root, "init", "-q").returncode == 0
+    shutil.copy(REPO / ".dvc" / "config", root / ".dvc" / "config")
+    (root / "params.yaml").write_text(dump_params(ALWAYS))
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a new tri project")
+    return root
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, prefect_server):
+    root = new_project(tmp_path_factory.mktemp("flow") / "project")
+    first = run_generations(root, ALWAYS, 1, runner="processes", tracking=True)
+    second = run_generations(root, NEVER, 1, runner="processes", tracking=True)
+    return {"root": root, "results": first + second}
+
+
+def test_generations_files_and_decisions(project):
+    root, results = project["root"], project["results"]
+    assert [r["generation"] for r in results] == [1, 2]
+    assert [r["promoted"] for r in results] == [True, False]
+    for g in (1, 2):
+        assert len(layout.shard_paths(layout.selfplay_dir(root, g))) == PARAMS.selfplay.shards
+        assert load_checkpoint(layout.candidate_path(root, g)).generation == g
+        assert json.loads(layout.arena_path(root, g).read_text())["promote"] == (g == 1)
+    log = [json.loads(line) for line in layout.promotions_log(root).read_text().splitlines()]
+    assert [(e["generation"], e["promoted"]) for e in log] == [(1, True), (2, False)]
+    assert layout.best_path(root).read_bytes() == layout.candidate_path(root, 1).read_bytes()
+    assert layout.rejected_path(root, 2).read_bytes() == layout.candidate_path(root, 2).read_bytes()
+    # Generation 2's plan: the promoted candidate 1 plays (and training starts from it).
+    assert versioning.read_plan(root) == versioning.Plan(2, "models/candidates/gen-0001.pt",
+                                                         "models/candidates/gen-0001.pt")
+
+
+def test_mlflow_runs_versions_and_champion(project):
+    from tri import tracking
+
+    root, results = project["root"], project["results"]
+    from mlflow import MlflowClient
+
+    uri = tracking.store(root).tracking_uri
+    assert uri == f"sqlite:///{root.resolve()}/.mlflow/mlflow.db"
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    experiment = client.get_experiment_by_name("tri-triangle")
+    runs = client.search_runs([experiment.experiment_id])
+    generation_runs = {r.data.tags.get("tri.generation"): r for r in runs if r.data.tags.get("tri.generation")}
+    assert set(generation_runs) == {"1", "2"}
+    for r in results:
+        run = generation_runs[str(r["generation"])]
+        assert run.info.run_id == r["mlflow_run_id"]
+        assert run.data.params["mcts.simulations"] == str(PARAMS.mcts.simulations)
+        assert "train.loss" in run.data.metrics and "arena.diff_mean" in run.data.metrics
+        assert len(client.get_metric_history(run.info.run_id, "train.loss")) == r["train_steps"]
+    versions = client.search_model_versions("name='tri-triangle'")
+    assert sorted(int(v.version) for v in versions) == [1, 2]
+    assert str(client.get_model_version_by_alias("tri-triangle", "champion").version) == "1"
+    champion = tracking.resolve_model("models:/tri-triangle@champion", root)
+    assert champion.read_bytes() == layout.best_path(root).read_bytes()
+    proc = tri_cli("arena", "models:/tri-triangle@champion", "greedy", "--games", "2", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_lock_file_and_versions(project):
+    root = project["root"]
+    assert versioning.dvc_status_clean(root)
+    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "tag", "--list", "tri/*").split() == ["tri/gen-0001", "tri/gen-0002"]
+    lock = (root / "dvc.lock").read_text()
+    assert "data/selfplay/gen-0002" in lock and "models/candidates/gen-0002.pt" in lock
+    # Generation 1's outputs left the lock file and are tracked by .dvc files.
+    for path in layout.generation_outputs(Path("."), 1):
+        assert (root / f"{path}.dvc").is_file(), path
+    # Each stage lists only the params it reads.
+    import yaml
+
+    stages = yaml.safe_load(lock)["stages"]
+    assert set(stages["train"]["params"]["params.yaml"]) == {"game", "train"}
+    assert set(stages["selfplay"]["params"]["params.yaml"]) == {"game", "mcts", "selfplay"}
+
+
+def test_dvc_repro_is_byte_identical(project, tmp_path):
+    root = tmp_path / "clone"
+    shutil.copytree(project["root"], root, symlinks=True)
+    before = (root / "dvc.lock").read_text()
+    candidate = layout.candidate_path(root, 2).read_bytes()
+    proc = dvc(root, "repro", "--force")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (root / "dvc.lock").read_text() == before  # every output hash, byte for byte
+    assert layout.candidate_path(root, 2).read_bytes() == candidate
+    assert dvc(root, "status").stdout.strip().endswith("up to date.")
+
+
+_KILLED_WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from tri import atomic
+
+    def slow(tmp):
+        Path(tmp).write_bytes(b"PAR1 half a shard")
+        print("writing", flush=True)
+        time.sleep(60)
+
+    atomic.write_with(Path(sys.argv[1]), slow)
+""")
+
+
+def test_a_killed_shard_write_leaves_no_partial_shard(tmp_path):
+    folder = tmp_path / "gen-0001"
+    folder.mkdir()
+    shard = layout.shard_path(folder, 0)
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(shard)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not shard.exists() and layout.shard_paths(folder) == []
+    leftovers = list(folder.iterdir())
+    assert len(leftovers) == 1 and leftovers[0].name.startswith(".shard-000.parquet.")  # ignored by DVC, readers
+
+
+def test_a_failed_shard_task_is_retried(prefect_server, tmp_path, monkeypatch):
+    import tri.shards
+
+    root = tmp_path / "project"
+    real = tri.shards.pq.write_table
+    calls = []
+
+    def dies_once(table, where, **kwargs):
+        calls.append(where)
+        if len(calls) == 1:
+            Path(where).write_bytes(b"PAR1 half a shard")
+            raise OSError("worker lost mid-write")
+        return real(table, where, **kwargs)
+
+    monkeypatch.setattr(tri.shards.pq, "write_table", dies_once)
+    results = run_generations(root, ALWAYS, 1, runner="threads")
+    assert [r["generation"] for r in results] == [1] and len(calls) > 2
+    folder = layout.selfplay_dir(root, 1)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"shard-00{s}{suffix}" for s in range(PARAMS.selfplay.shards) for suffix in (".parquet", ".games.parquet"))
+
+
+def test_a_second_generation_is_refused(prefect_server, tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    with versioning.project_lock(root):
+        with pytest.raises(TriError, match="another generation is already running"):
+            run_generations(root, ALWAYS, 1)
+        proc = tri_cli("loop", "--root", root, "--generations", "1", timeout=60)
+        assert_clean_error(proc, 1, "another generation is already running")
+    assert not layout.selfplay_dir(root, 1).exists()
+
+
+def test_a_versioned_project_runs_on_its_params_yaml(project, tmp_path):
+    other = tmp_path / "other.yaml"
+    other.write_text(dump_params(PARAMS))
+    proc = tri_cli("loop", "--root", project["root"], "--generations", "1", "--params", other, timeout=60)
+    assert_clean_error(proc, 1, "DVC project", "params.yaml")
+    assert versioning.next_generation(project["root"]) == 3

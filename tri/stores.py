@@ -1,0 +1,43 @@
+"""Where the orchestration tools keep their state: inside the project, never the home folder.
+
+:func:`configure` sets environment defaults before Prefect, MLflow or DVC is imported (Prefect
+reads its settings at import). A setting the user made already wins, so ``PREFECT_API_URL`` (a
+running server), ``PREFECT_HOME``, ``TRI_MLFLOW_URI`` or a DVC remote point anywhere they like.
+Every tool's telemetry is switched off: no call leaves the machine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TELEMETRY_OFF = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DVC_NO_ANALYTICS": "1",
+    "DO_NOT_TRACK": "1",
+}
+
+
+def prefect_home(root: Path) -> Path:
+    return Path(root).resolve() / ".prefect"
+
+
+def mlflow_dir(root: Path) -> Path:
+    return Path(root).resolve() / ".mlflow"
+
+
+def configure(root: Path) -> dict[str, str]:
+    """Point Prefect's home (its SQLite database, logs, local results) at ``<root>/.prefect``,
+    give its temporary server time to start on slow machines, and switch telemetry off.
+    Returns what it set."""
+    wanted = {"PREFECT_HOME": str(prefect_home(root)),
+              "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+              "PREFECT_LOGGING_LEVEL": os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING"),
+              **TELEMETRY_OFF}
+    done = {}
+    for key, value in wanted.items():
+        if key not in os.environ:
+            os.environ[key] = value
+            done[key] = value
+    return done

@@ -1,0 +1,225 @@
+"""Versioning a project's generations with DVC and git.
+
+``dvc.yaml`` describes ONE generation (stages ``init``, ``selfplay``, ``train``, ``arena``) whose
+paths and inputs come from the plan file ``models/generation.yaml`` (DVC ``vars``). Promotion is
+the step between generations, outside the DAG (DVC rejects cycles). A generation ``N`` goes:
+
+1. :func:`begin`: write the plan of ``N`` (its number, the model that plays = the best model's
+   immutable file, the network training starts from) and archive generation ``N-1``'s outputs
+   with ``dvc add`` (they leave ``dvc.lock`` when the plan moves on, and later generations still
+   read them: the replay window, the player, the start network);
+2. the stages run (through Prefect, or ``dvc repro``);
+3. :func:`record`: ``dvc commit`` so ``dvc.lock`` describes exactly what ran;
+4. promotion, then :func:`finish`: track ``models/best.pt``, and commit to git with the tag
+   ``tri/gen-NNNN``. From that tag, ``dvc checkout && dvc repro --force`` re-creates generation
+   ``N``'s outputs byte for byte.
+
+A project without ``.dvc/`` (a plain folder) skips all of this: the files are the same.
+Plans hold paths relative to the project, so the lock file does not depend on where it lives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tri import atomic, layout
+from tri.config import Params
+from tri.errors import TriError
+
+_HERE = Path(".")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What generation ``generation`` reads: ``player`` plays self-play and defends in the arena;
+    training starts from ``start``. Paths are relative to the project (posix)."""
+
+    generation: int
+    player: str
+    start: str
+
+    @property
+    def gen(self) -> str:
+        return f"{self.generation:04d}"
+
+    def to_vars(self) -> dict:
+        return {"generation": self.generation, "gen": self.gen, "player": self.player, "start": self.start}
+
+
+def _rel(path: Path) -> str:
+    return Path(path).as_posix()
+
+
+def decisions(root: Path) -> list[dict]:
+    """The decision log (``models/promotions.jsonl``), oldest first."""
+    log = layout.promotions_log(root)
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def next_generation(root: Path) -> int:
+    """One past the last generation with a recorded decision (1 for a new project)."""
+    return max((d["generation"] for d in decisions(root)), default=0) + 1
+
+
+def make_plan(params: Params, root: Path, generation: int) -> Plan:
+    """The plan of ``generation``: the player is the last promoted candidate before it (or the
+    initial network); training starts from the previous candidate (``train.continue_from:
+    latest``) or from the player."""
+    promoted = [d["generation"] for d in decisions(root) if d["promoted"] and d["generation"] < generation]
+    player = layout.candidate_path(_HERE, max(promoted)) if promoted else layout.model_path(_HERE, 0)
+    start = player
+    previous = layout.candidate_path(_HERE, generation - 1)
+    if params.train.continue_from == "latest" and generation > 1 and (Path(root) / previous).exists():
+        start = previous
+    return Plan(generation, _rel(player), _rel(start))
+
+
+def read_plan(root: Path) -> Plan | None:
+    path = layout.plan_path(root)
+    if not path.exists():
+        return None
+    data = yaml.safe_load(path.read_text()) or {}
+    return Plan(int(data["generation"]), str(data["player"]), str(data["start"]))
+
+
+def write_plan(root: Path, plan: Plan) -> None:
+    text = ("# The generation dvc.yaml describes; written by tri between generations (do not edit).\n"
+            + yaml.safe_dump(plan.to_vars(), sort_keys=False))
+    atomic.write_text(layout.plan_path(root), text)
+
+
+# --- the project lock ---------------------------------------------------------------------------
+
+@contextmanager
+def project_lock(root: Path):
+    """Hold the project's generation lock, or raise :class:`TriError` if another process holds
+    it. The lock is an OS file lock, so a crashed run never leaves it stuck."""
+    import fcntl
+
+    path = layout.lock_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = Path(path).read_text().strip() or "another process"
+            raise TriError(f"another generation is already running in {Path(root).resolve()} ({holder}); "
+                           "wait for it or stop it first") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+# --- DVC and git ---------------------------------------------------------------------------------
+
+def enabled(root: Path) -> bool:
+    """Whether the project is versioned (a DVC project with this ``dvc.yaml``)."""
+    root = Path(root)
+    return (root / ".dvc").is_dir() and (root / "dvc.yaml").is_file()
+
+
+def check_params_file(root: Path, params_file: str | None) -> None:
+    """A versioned project runs on its own params.yaml: DVC records that file's sections, so a
+    run from another file would leave a lock file that lies."""
+    if params_file is None or not enabled(root):
+        return
+    path = Path(params_file) if Path(params_file).is_absolute() else Path(root) / params_file
+    if path.resolve() != (Path(root) / "params.yaml").resolve():
+        raise TriError(f"{Path(root).resolve()} is a DVC project: it runs on its params.yaml (edit that file, "
+                       f"or use `dvc exp run -S section.key=value`), not on {params_file}")
+
+
+@contextmanager
+def _repo(root: Path):
+    """DVC's Python API on the project; DVC resolves some paths (its stage cache) from the
+    current directory, so it runs from the project folder (no stage runs meanwhile)."""
+    import contextlib
+    import logging
+
+    os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+    logging.getLogger("dvc").setLevel(logging.WARNING)  # not its "git add ..." hints: tri commits itself
+    from dvc.repo import Repo
+
+    with contextlib.chdir(root), Repo(str(Path(root).resolve())) as repo:
+        yield repo
+
+
+def _tracked(root: Path, path: Path) -> bool:
+    return Path(str(path) + ".dvc").exists() or not (Path(root) / path).exists()
+
+
+def begin(params: Params, root: Path, generation: int) -> Plan:
+    """Write the plan of ``generation`` and archive the outputs of the generations before it
+    that ``dvc.lock`` no longer holds."""
+    plan = make_plan(params, root, generation)
+    write_plan(root, plan)
+    if enabled(root) and generation > 1:
+        archive = [p for g in range(1, generation) for p in layout.generation_outputs(_HERE, g)
+                   if not _tracked(root, p)]
+        if archive:
+            with _repo(root) as repo:
+                repo.add([str(p) for p in archive])
+    return plan
+
+
+def record(root: Path) -> None:
+    """Make ``dvc.lock`` describe the generation that just ran (hashes of every param section,
+    dependency and output the stages declare) and store the outputs in the DVC cache."""
+    if not enabled(root):
+        return
+    with _repo(root) as repo:
+        repo.commit(None, force=True)
+
+
+def finish(root: Path, generation: int, message: str) -> str | None:
+    """Track the best model and commit the generation to git with the tag ``tri/gen-NNNN``;
+    returns the commit, or None if the project is not versioned."""
+    if not enabled(root):
+        return None
+    with _repo(root) as repo:
+        repo.add([str(layout.best_path(_HERE))])
+    return git_commit(root, message, tag=f"tri/gen-{generation:04d}")
+
+
+def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GIT_AUTHOR_NAME": os.environ.get("GIT_AUTHOR_NAME", "tri"),
+           "GIT_AUTHOR_EMAIL": os.environ.get("GIT_AUTHOR_EMAIL", "tri@localhost"),
+           "GIT_COMMITTER_NAME": os.environ.get("GIT_COMMITTER_NAME", "tri"),
+           "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", "tri@localhost")}
+    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, env=env, timeout=60)
+    if check and proc.returncode != 0:
+        raise TriError(f"git {' '.join(args)} failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+    return proc
+
+
+def git_commit(root: Path, message: str, *, tag: str | None = None) -> str:
+    """Commit what a generation ran on and changed (params.yaml and dvc.yaml as they were, the
+    plan, the lock file, ``.dvc`` files, the decision log, DVC's ``.gitignore`` files) and tag it."""
+    paths = ["params.yaml", "dvc.yaml", "dvc.lock", _rel(layout.plan_path(_HERE)), _rel(layout.promotions_log(_HERE)),
+             "data", "models"]
+    _git(root, "add", "--", *[p for p in paths if (Path(root) / p).exists()])
+    if _git(root, "diff", "--cached", "--quiet", check=False).returncode != 0:
+        _git(root, "commit", "-q", "-m", message)
+    commit = _git(root, "rev-parse", "HEAD").stdout.strip()
+    if tag:
+        _git(root, "tag", "-f", tag, commit)
+    return commit
+
+
+def dvc_status_clean(root: Path) -> bool:
+    """True when ``dvc status`` reports nothing changed (the lock file matches the workspace)."""
+    with _repo(root) as repo:
+        return not repo.status()
+
