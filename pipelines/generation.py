@@ -15,6 +15,7 @@ so Prefect's state lives in the project.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -46,10 +47,26 @@ class GenerationResult:
     commit: str | None = None
     mlflow_run_id: str | None = None
     model_version: str | None = None
+    phases: dict[str, float] | None = None  # seconds per phase: plan, selfplay, ..., git_commit, mlflow
 
     @property
     def overhead(self) -> float:
         return 1.0 - self.stage_seconds / self.seconds if self.seconds > 0 else 0.0
+
+
+class _Clock:
+    """``with clock("name"):`` adds the block's wall time to ``phases["name"]``."""
+
+    def __init__(self, phases: dict[str, float]):
+        self.phases = phases
+
+    @contextmanager
+    def __call__(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
 
 
 def _params(root: Path, params_file: str | None) -> Params:
@@ -137,43 +154,48 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
     params = _params(root, params_file)
     runtime = Runtime()
     start = time.perf_counter()
+    phases: dict[str, float] = {}
+    clock = _Clock(phases)
     with versioning.project_lock(root):
-        generation = versioning.next_generation(root)
-        plan = versioning.begin(params, root, generation)
-        ensure_initial(params, root)
+        with clock("plan"):
+            generation = versioning.next_generation(root)
+            plan = versioning.begin(params, root, generation)
+            ensure_initial(params, root)
         logger.info("generation %d: %s plays, training starts from %s", generation, plan.player, plan.start)
 
-        t0 = time.perf_counter()
-        device = "cpu" if runtime.device == "auto" else runtime.device
-        tasks = selfplay.shard_tasks(params, root / plan.player, layout.selfplay_dir(root, generation),
-                                     generation=generation, device=device)
-        futures = selfplay_shard.map(tasks)
-        wait(futures)
-        sp = selfplay.summarize(tasks, [f.result() for f in futures], time.perf_counter() - t0)
-        stage = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        tr = train_task(root, params_file, plan)
-        ar = arena_task(root, params_file, plan)
-        stage += time.perf_counter() - t0
-
-        versioning.record(root)  # dvc.lock now describes the stages that ran
-        t0 = time.perf_counter()
-        pr = promote_task(root, generation)
-        stage += time.perf_counter() - t0
-        seconds = time.perf_counter() - start
-        extra = {"selfplay_seconds": sp.seconds, "selfplay_positions_per_second": sp.positions_per_second,
-                 "train_seconds": tr.seconds, "generation_seconds": seconds}
+        with clock("selfplay"):
+            t0 = time.perf_counter()
+            device = "cpu" if runtime.device == "auto" else runtime.device
+            tasks = selfplay.shard_tasks(params, root / plan.player, layout.selfplay_dir(root, generation),
+                                         generation=generation, device=device)
+            futures = selfplay_shard.map(tasks)
+            wait(futures)
+            sp = selfplay.summarize(tasks, [f.result() for f in futures], time.perf_counter() - t0)
+        with clock("train"):
+            tr = train_task(root, params_file, plan)
+        with clock("arena"):
+            ar = arena_task(root, params_file, plan)
+        with clock("dvc_record"):
+            versioning.record(root)  # dvc.lock now describes the stages that ran
+        with clock("promote"):
+            pr = promote_task(root, generation)
         decision = "promoted" if pr.promoted else "rejected"
-        commit = versioning.finish(root, generation, f"tri: generation {generation} ({decision}: candidate "
-                                   f"{ar.a.mean:.2f} vs best {ar.b.mean:.2f})")
+        with clock("git_commit"):
+            commit = versioning.finish(root, generation, f"tri: generation {generation} ({decision}: candidate "
+                                       f"{ar.a.mean:.2f} vs best {ar.b.mean:.2f})")
         record = None
         if runtime.tracking:  # after the commit, so the run's provenance names the generation's own commit
-            record = track_task(root, params_file, generation, parent_run_id, extra)
+            extra = {"selfplay_seconds": sp.seconds, "selfplay_positions_per_second": sp.positions_per_second,
+                     "train_seconds": tr.seconds, "generation_seconds": time.perf_counter() - start,
+                     **{f"time_{k}": v for k, v in phases.items()}}
+            with clock("mlflow"):
+                record = track_task(root, params_file, generation, parent_run_id, extra)
+    stage = phases["selfplay"] + phases["train"] + phases["arena"] + phases["promote"]
     seconds = time.perf_counter() - start
     result = GenerationResult(generation, sp.games, sp.positions, sp.mean_score, sp.positions_per_second,
                               tr.steps, tr.loss, ar.a.mean, ar.b.mean, ar.diff_low, pr.promoted, seconds, stage,
-                              commit, getattr(record, "run_id", None), getattr(record, "model_version", None))
+                              commit, getattr(record, "run_id", None), getattr(record, "model_version", None),
+                              phases)
     logger.info("generation %d %s in %.1f s (orchestration %.1f%%)", generation, decision, seconds,
                 100 * result.overhead)
     return result

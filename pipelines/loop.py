@@ -63,7 +63,9 @@ def loop_flow(root: str = ".", params_file: str | None = None, generations: int 
     try:
         while (reason := should_stop(results, time.perf_counter() - start, generations=generations,
                                      minutes=minutes, plateau=plateau)) is None:
+            t0 = time.perf_counter()
             results.append(generation(root=str(project), params_file=params_file, parent_run_id=parent))
+            results[-1]["flow_seconds"] = time.perf_counter() - t0  # with the flow run's own bookkeeping
             if echo:
                 print(summary_line(results[-1]), flush=True)
         logger.info("loop stops: %s", reason)

@@ -1,7 +1,9 @@
 """The task runner that fans self-play shards out: a setting (``TRI_TASK_RUNNER``), not code.
 
-- ``processes`` (default): Prefect's process pool, ``TRI_WORKERS`` processes on this machine.
-- ``threads``: Prefect's thread pool (for debugging; the search holds the GIL much of the time).
+- ``threads`` (default): Prefect's thread pool, ``TRI_WORKERS`` threads. The numba kernels of the
+  games and the search release the GIL, and so does torch, so shards overlap well; no worker
+  process to start (Prefect's process pool costs seconds per flow run to start and import).
+- ``processes``: Prefect's process pool, ``TRI_WORKERS`` processes on this machine.
 - ``dask``: ``prefect-dask``'s runner. Without ``TRI_DASK_ADDRESS`` it starts a local
   ``distributed`` cluster of ``TRI_WORKERS`` single-threaded worker processes; with it, shards go to
   that cluster's scheduler (workers there need tri installed and the project folder at the same

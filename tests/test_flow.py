@@ -211,3 +211,37 @@ def test_a_versioned_project_runs_on_its_params_yaml(project, tmp_path):
     proc = tri_cli("loop", "--root", project["root"], "--generations", "1", "--params", other, timeout=60)
     assert_clean_error(proc, 1, "DVC project", "params.yaml")
     assert versioning.next_generation(project["root"]) == 3
+
+
+def test_shards_are_the_same_bytes_through_dask(prefect_server, tmp_path):
+    """Self-play shards fanned out to a real local Dask cluster (prefect-dask) are the bytes the
+    thread runner writes: where a shard runs does not change it."""
+    pytest.importorskip("prefect_dask", reason="prefect-dask is in the dev extra")
+    by = {}
+    for runner in ("threads", "dask"):
+        root = tmp_path / runner
+        assert [r["generation"] for r in run_generations(root, ALWAYS, 1, runner=runner)] == [1]
+        by[runner] = {p.name: p.read_bytes() for p in layout.selfplay_dir(root, 1).iterdir()}
+    assert len(by["dask"]) == 2 * PARAMS.selfplay.shards and by["dask"] == by["threads"]
+
+
+def test_the_command_writes_only_inside_the_project(tmp_path):
+    """``tri loop`` as a user runs it (its own temporary Prefect server, MLflow on), from another
+    folder and with an empty home: every store lands in the project, nothing elsewhere."""
+    home, elsewhere, root = tmp_path / "home", tmp_path / "elsewhere", tmp_path / "project"
+    for d in (home, elsewhere, root):
+        d.mkdir()
+    (root / "params.yaml").write_text(dump_params(ALWAYS))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_", "TRI_", "DVC_"))}
+    env.update(HOME=str(home), TRI_WORKERS="1", TRI_TASK_RUNNER="threads")
+    env.pop("MPLCONFIGDIR", None)
+    env.pop("XDG_CACHE_HOME", None)
+    env.pop("XDG_CONFIG_HOME", None)
+    proc = subprocess.run([sys.executable, "-m", "tri.cli", "loop", "--root", str(root), "--generations", "1"],
+                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[0].split()[:3] == ["generation", "self-play", "mean"]
+    assert proc.stdout.splitlines()[1].split()[0] == "1"
+    assert list(elsewhere.iterdir()) == []
+    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
+    assert (root / ".prefect").is_dir() and (root / ".mlflow" / "mlflow.db").is_file()

@@ -294,15 +294,36 @@ def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, seed: int
                  as_json=as_json)
 
 
-def _attach_game_commands() -> None:
+@bench.command("orchestration")
+@click.option("--generations", type=click.IntRange(1), default=2, show_default=True,
+              help="Generations each way (plain stages, then the flow).")
+@click.option("--scratch", type=click.Path(file_okay=False, path_type=Path), default=Path(".bench/orchestration"),
+              show_default=True, help="Scratch folder for the two projects (emptied first).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@PARAMS_OPTION
+def bench_orchestration(generations: int, scratch: Path, as_json: bool, params_path: Path | None) -> None:
+    """The time Prefect + DVC + git + MLflow add to a generation, against the stages alone."""
+    from tri.bench.orchestration import print_report, run
+    from tri.config import load_params
+
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / "dvc.yaml").is_file():
+        raise TriError(f"tri bench orchestration runs from a tri checkout (no dvc.yaml in {repo})")
+    print_report(run(load_params(params_path), scratch, repo, generations=generations), as_json=as_json)
+
+
+def _attach_commands() -> None:
+    """Commands that live in their own modules (the two-player games, ``tri serve``)."""
     from tri.cli_games import eval_group, play_connect4, play_tictactoe
+    from tri.cli_serve import serve
 
     play.add_command(play_connect4, "connect4")
     play.add_command(play_tictactoe, "tictactoe")
     main.add_command(eval_group, "eval")
+    main.add_command(serve, "serve")
 
 
-_attach_game_commands()
+_attach_commands()
 
 
 if __name__ == "__main__":

@@ -148,9 +148,12 @@ class Runtime(BaseSettings):
     tracking: bool = Field(True, description="log generations to MLflow (TRI_TRACKING=false: off)")
     mlflow_uri: str | None = Field(None, description="MLflow tracking URI (a server URL or any URI); "
                                                      "default: a SQLite file under <project>/.mlflow")
+    versioning: bool = Field(True, description="in a DVC project, record each generation in dvc.lock and "
+                                               "commit it to git (TRI_VERSIONING=false: off)")
     task_runner: Literal["threads", "processes", "dask"] = Field(
-        "processes", description="how the generation flow runs self-play shards: Prefect's thread or "
-                                 "process pool, or Dask (prefect-dask; a local cluster unless dask_address)")
+        "threads", description="how the generation flow runs self-play shards: Prefect's thread pool (the "
+                               "search kernels release the GIL), its process pool, or Dask (prefect-dask; a "
+                               "local cluster unless dask_address)")
     dask_address: str | None = Field(None, description="scheduler of an existing Dask cluster, "
                                                        "e.g. tcp://10.0.0.5:8786")
 

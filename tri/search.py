@@ -87,13 +87,13 @@ class SearchResult:
     action: np.ndarray | None = None
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _node_value(value_sum, visits, virtual, b, c, virtual_value):
     n = visits[b, c] + virtual[b, c]
     return (value_sum[b, c] + virtual[b, c] * virtual_value) / n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _select(children, prior, visits, virtual, value_sum, reward, terminal, parent, num_nodes,
             qmin, qmax, c_puct, discount, two_player, leaves, root_action, out_leaf, out_kind):
     """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
@@ -165,7 +165,7 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, paren
                     node = parent[b, node]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _backup(prior, visits, virtual, value_sum, reward, terminal, parent, qmin, qmax,
             leaf_b, leaf_node, leaf_value, leaf_prior, leaf_legal, discount, two_player):
     """Write each evaluated leaf's priors (``leaf_prior [M, A]``, illegal -> -1; terminal leaves

@@ -32,6 +32,8 @@ def configure(root: Path) -> dict[str, str]:
     give its temporary server time to start on slow machines, and switch telemetry off.
     Returns what it set."""
     wanted = {"PREFECT_HOME": str(prefect_home(root)),
+              # matplotlib (learning curves, rendered games) would cache fonts in the home folder
+              "MPLCONFIGDIR": str(mlflow_dir(root) / "matplotlib"),
               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
               "PREFECT_LOGGING_LEVEL": os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING"),
               **TELEMETRY_OFF}

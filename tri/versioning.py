@@ -125,9 +125,12 @@ def project_lock(root: Path):
 # --- DVC and git ---------------------------------------------------------------------------------
 
 def enabled(root: Path) -> bool:
-    """Whether the project is versioned (a DVC project with this ``dvc.yaml``)."""
+    """Whether the project is versioned: a DVC project with a ``dvc.yaml``, unless the setting
+    ``TRI_VERSIONING=false`` turns versioning off (the files are the same either way)."""
+    from tri.config import Runtime
+
     root = Path(root)
-    return (root / ".dvc").is_dir() and (root / "dvc.yaml").is_file()
+    return Runtime().versioning and (root / ".dvc").is_dir() and (root / "dvc.yaml").is_file()
 
 
 def check_params_file(root: Path, params_file: str | None) -> None:
@@ -207,9 +210,11 @@ def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 def git_commit(root: Path, message: str, *, tag: str | None = None) -> str:
     """Commit what a generation ran on and changed (params.yaml and dvc.yaml as they were, the
     plan, the lock file, ``.dvc`` files, the decision log, DVC's ``.gitignore`` files) and tag it."""
-    paths = ["params.yaml", "dvc.yaml", "dvc.lock", _rel(layout.plan_path(_HERE)), _rel(layout.promotions_log(_HERE)),
-             "data", "models"]
-    _git(root, "add", "--", *[p for p in paths if (Path(root) / p).exists()])
+    paths = ["params.yaml", "dvc.yaml", "dvc.lock", _rel(layout.plan_path(_HERE)), _rel(layout.promotions_log(_HERE))]
+    root = Path(root)
+    tracked = sorted(_rel(p.relative_to(root)) for top in ("data", "models") if (root / top).is_dir()
+                     for name in ("*.dvc", ".gitignore") for p in (root / top).rglob(name))
+    _git(root, "add", "--", *[p for p in paths if (root / p).exists()], *tracked)
     if _git(root, "diff", "--cached", "--quiet", check=False).returncode != 0:
         _git(root, "commit", "-q", "-m", message)
     commit = _git(root, "rev-parse", "HEAD").stdout.strip()

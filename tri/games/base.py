@@ -106,7 +106,7 @@ class Game(Protocol):
         ...
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _sample_legal(mask, u, out):
     for b in range(mask.shape[0]):
         count = 0

@@ -35,7 +35,7 @@ MINE, THEIRS, FLAGS = 0, 1, 2
 ILLEGAL_REWARD = -1.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def step_batch(states, actions, gravity, rows, cols, cell_bits, windows, cell_windows, full,
                out, reward, terminal):
     """Apply ``actions [B]`` to ``states [B, 3]``, writing ``out [B, 3]``, ``reward [B]`` and
@@ -82,7 +82,7 @@ def step_batch(states, actions, gravity, rows, cols, cell_bits, windows, cell_wi
         terminal[b] = (flags & OVER) != 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def legal_batch(states, gravity, rows, cols, cell_bits, out):
     """``out [B, A] bool``: with gravity, a column whose top cell is empty; otherwise an empty
     cell. Nothing is legal in a finished game."""

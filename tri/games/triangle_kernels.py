@@ -51,7 +51,7 @@ _BIT_INDEX = _debruijn_table()
 GAME_OVER = 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _mix(z):
     """splitmix64's output function: a bijective 64-bit hash."""
     z = (z ^ (z >> np.uint64(30))) * _MIX1
@@ -59,13 +59,13 @@ def _mix(z):
     return z ^ (z >> np.uint64(31))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def seed_stream(seed):
     """The chance-stream word for an integer seed (hashed, so nearby seeds are unrelated)."""
     return _mix(np.uint64(seed) + _GOLDEN)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _popcount(x):
     x = x - ((x >> np.uint64(1)) & _M1)
     x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
@@ -73,14 +73,14 @@ def _popcount(x):
     return np.int64((x * _H01) >> np.uint64(56))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _empty_word(states, b, playable, j):
     if j < 0 or j >= playable.shape[0]:
         return np.uint64(0)
     return playable[j] & ~states[b, j]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _fit(states, b, k, i, playable, anchors, offsets, sizes):
     """Word ``i`` of the bitboard of anchors where shape ``k`` fits in state ``b`` now: the
     shape's geometric anchors AND, for each of its triangles, the empty cells shifted by that
@@ -104,7 +104,7 @@ def _fit(states, b, k, i, playable, anchors, offsets, sizes):
     return w
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _any_legal(states, b, playable, anchors, offsets, sizes):
     """Whether any slot's shape fits anywhere in state ``b`` (ignores the game-over flag)."""
     W = playable.shape[0]
@@ -117,13 +117,13 @@ def _any_legal(states, b, playable, anchors, offsets, sizes):
     return False
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _bit_index(low):
     """Index of the single set bit of ``low``."""
     return _BIT_INDEX[(low * _DEBRUIJN) >> np.uint64(58)]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _draw(states, b, W, templates):
     """Fill every slot of state ``b`` with a template drawn uniformly from its own stream."""
     size = np.uint64(templates.shape[0])
@@ -133,7 +133,7 @@ def _draw(states, b, W, templates):
         states[b, W + 2 + s] = np.uint64(templates[((u >> np.uint64(32)) * size) >> np.uint64(32)] + 1)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def initial_batch(seeds, tab, out):
     """``out[B, L]`` (zeroed) <- new games; slots drawn from each game's stream ``seeds[B]``."""
     playable, anchors, offsets, sizes, templates = tab[0], tab[1], tab[2], tab[3], tab[7]
@@ -145,7 +145,7 @@ def initial_batch(seeds, tab, out):
             out[b, W + 1] |= np.uint64(GAME_OVER)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def legal_batch(states, tab, mask):
     """``mask[B, A]`` (zeroed) <- legal actions of ``states[B, L]``; returns the total count."""
     playable, anchors, offsets, sizes, n = tab[0], tab[1], tab[2], tab[3], tab[4].shape[1]
@@ -168,7 +168,7 @@ def legal_batch(states, tab, mask):
     return total
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def legal_indices(states, tab, out):
     """Legal actions of ``states[0]``, increasing, into ``out[A]``; returns the count."""
     playable, anchors, offsets, sizes, n = tab[0], tab[1], tab[2], tab[3], tab[4].shape[1]
@@ -190,7 +190,7 @@ def legal_indices(states, tab, out):
     return count
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def is_legal(states, s, a, tab):
     """Whether placing slot ``s`` with its anchor at flat cell ``a`` is legal in ``states[0]``."""
     anchors, masks = tab[1], tab[4]
@@ -206,13 +206,13 @@ def is_legal(states, s, a, tab):
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def any_legal(states, tab):
     """Whether ``states[0]`` has a legal action (ignoring its game-over flag)."""
     return _any_legal(states, 0, tab[0], tab[1], tab[2], tab[3])
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def step_batch(states, actions, refills, tab, info):
     """Play ``actions[B]`` on ``states[B, L]`` in place; ``info[B, 6]`` f64 <- (reward, cleared
     triangles, lines cleared, placed triangles, game over, refilled).
@@ -286,7 +286,7 @@ def step_batch(states, actions, refills, tab, info):
         info[b, 4] = 1.0 if over else 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def encode_batch(states, tab, out):
     """``out[B, 3 + 2S + Kt, rows, cols]`` (zeroed) <- network input planes.
 
@@ -331,7 +331,7 @@ def encode_batch(states, tab, out):
                     w ^= low
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def reseed_batch(states, seeds, W):
     """Replace each state's chance stream: the search plans with draws of its own."""
     for b in range(states.shape[0]):

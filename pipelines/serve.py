@@ -1,0 +1,469 @@
+"""``tri serve``: the local UIs and the deployments of one project, in one process.
+
+:func:`serve` starts the Prefect server and the MLflow UI as child processes (their state inside
+the project: ``<root>/.prefect``, ``<root>/.mlflow``; logs in ``<root>/.prefect/logs``), waits
+until both answer HTTP, registers two deployments against that server (``tri-generation/<name>``
+and ``tri-loop/<name>``, ``<name>`` the project folder's name; the loop optionally on an interval
+or cron schedule) and serves them from this process, one flow run at a time (a second generation
+would also be refused by the project lock). Flow runs are child processes with this process's
+environment (``PREFECT_API_URL`` of the local server, the ``TRI_*`` settings) and the project as
+working directory.
+
+It returns when interrupted (Ctrl-C, or SIGTERM, which it treats alike), after stopping
+everything in order: any flow run in flight (with its workers), the serve loop (it pauses the
+schedules), the Prefect server, then MLflow. A problem starting (a port in use, a server that exits or does not answer) is a
+one-line :class:`~tri.errors.TriError` naming the server and its log, and stops whatever started.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from tri import stores
+from tri.errors import TriError
+
+HOST = "127.0.0.1"
+PREFECT_PORT = 4200
+MLFLOW_PORT = 5000
+STARTUP_TIMEOUT = 180.0  # seconds; both servers start at once, ~15-40 s on a busy 2-core machine
+STOP_GRACE = 20.0  # seconds a process gets to exit after SIGTERM before SIGKILL
+
+
+@dataclass(frozen=True)
+class Service:
+    """A server to run as a child process: ``health`` answers 200 once it is ready; ``address``
+    is what a person opens; ``option`` is the command-line option that sets its port."""
+
+    name: str
+    command: list[str]
+    port: int
+    health: str
+    address: str
+    log: Path
+    option: str
+    env: dict[str, str] = field(default_factory=dict)  # on top of this process's environment
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The loop deployment's schedule: every ``interval`` minutes, or on ``cron``, or none."""
+
+    interval: float | None = None
+    cron: str | None = None
+
+    def check(self) -> None:
+        """Raise :class:`TriError` for a schedule Prefect would refuse. Call after
+        :func:`tri.stores.configure` (it imports prefect, which creates ``PREFECT_HOME``)."""
+        if self.interval is not None and self.cron is not None:
+            raise TriError("give --interval or --cron, not both")
+        if self.interval is not None and self.interval <= 0:
+            raise TriError(f"--interval must be > 0 minutes, not {self.interval:g}")
+        if self.cron is not None:
+            from prefect.client.schemas.schedules import CronSchedule
+
+            try:
+                CronSchedule(cron=self.cron)
+            except ValueError:  # pydantic's ValidationError is one
+                raise TriError(f"--cron {self.cron!r} is not a cron expression (e.g. '0 * * * *')") from None
+
+    def kwargs(self) -> dict:
+        """Keyword arguments for ``Runner.add_flow`` (as for ``Flow.to_deployment``)."""
+        if self.interval is not None:
+            return {"interval": timedelta(minutes=self.interval)}
+        if self.cron is not None:
+            return {"cron": self.cron}
+        return {}
+
+    def describe(self) -> str:
+        if self.interval is not None:
+            return f"every {self.interval:g} min"
+        if self.cron is not None:
+            return f"cron {self.cron!r}"
+        return "no schedule: start runs from the UI"
+
+
+@dataclass(frozen=True)
+class LoopStop:
+    """Default stop conditions of the loop deployment's runs (see :func:`pipelines.loop.loop_flow`);
+    a run started from the UI can change them."""
+
+    generations: int | None = None
+    minutes: float | None = None
+    plateau: int | None = None
+
+    @property
+    def endless(self) -> bool:
+        return self.generations is None and self.minutes is None and self.plateau is None
+
+
+# ---- the two servers ------------------------------------------------------------------------
+
+
+def log_dir(root: Path) -> Path:
+    """Where the servers' output goes (inside the project, ignored by git with ``.prefect/``)."""
+    return stores.prefect_home(root) / "logs"
+
+
+def prefect_service(root: Path, port: int) -> Service:
+    """``prefect server start`` on ``port``; its database lives in ``PREFECT_HOME`` (the project's
+    ``.prefect``, set by :func:`tri.stores.configure` and passed on in the environment)."""
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
+    address = f"http://{HOST}:{port}"
+    return Service("Prefect server", command, port, f"{address}/api/health", address,
+                   log_dir(root) / "prefect-server.log", "--prefect-port")
+
+
+def mlflow_service(root: Path, port: int, tracking_uri: str, artifact_location: str) -> Service:
+    """``mlflow server`` (the UI and the tracking API) over the project's store."""
+    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", tracking_uri,
+               "--default-artifact-root", artifact_location, "--host", HOST, "--port", str(port),
+               "--workers", "1"]
+    # No job runner: it serves GenAI evaluation jobs (tri has none) with four more processes.
+    address = f"http://{HOST}:{port}"
+    return Service("MLflow UI", command, port, f"{address}/health", address, log_dir(root) / "mlflow-server.log",
+                   "--mlflow-port",
+                   {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+
+
+def check_port(service: Service) -> None:
+    """Raise :class:`TriError` if something on this machine already listens on the service's port.
+
+    SO_REUSEADDR as the servers set it: a port left in TIME_WAIT by a previous run is free, a
+    listening one is not."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, service.port))
+        except OSError:
+            raise TriError(f"port {service.port} is in use, so the {service.name} cannot start there; "
+                           f"stop what uses it or choose another with {service.option}") from None
+
+
+def start(service: Service, cwd: Path) -> subprocess.Popen:
+    """Start ``service`` with its output in its log file, in a session of its own: Ctrl-C in the
+    terminal reaches only this process, which then stops the servers in order."""
+    service.log.parent.mkdir(parents=True, exist_ok=True)
+    with open(service.log, "ab") as log:
+        return subprocess.Popen(service.command, cwd=cwd, env={**os.environ, **service.env},
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def answers(url: str) -> bool:
+    """Whether ``url`` answers 200 now (no proxy: the servers are on this machine)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def wait_ready(started: list[tuple[Service, subprocess.Popen]], timeout: float = STARTUP_TIMEOUT) -> None:
+    """Return once every service answers its health URL; raise :class:`TriError` naming the first
+    that exits or is still silent after ``timeout`` seconds, and its log."""
+    waiting = list(started)
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for item in list(waiting):
+            service, proc = item
+            if proc.poll() is not None:
+                raise TriError(f"the {service.name} exited while starting (exit code {proc.returncode}); "
+                               f"see {service.log}")
+            if answers(service.health):
+                waiting.remove(item)
+        if waiting and time.monotonic() > deadline:
+            service = waiting[0][0]
+            raise TriError(f"the {service.name} did not answer on {service.address} within {timeout:g} s; "
+                           f"see {service.log}")
+        if waiting:
+            time.sleep(0.5)
+
+
+def stop(proc: subprocess.Popen, grace: float = STOP_GRACE) -> None:
+    """Stop a process started by :func:`start` and everything it started (its process group):
+    SIGTERM, then SIGKILL for what is left after ``grace`` seconds."""
+    pgid = proc.pid  # start_new_session: the child leads its own group
+
+    def signal_group(sig: int) -> bool:
+        try:
+            os.killpg(pgid, sig)
+            return True
+        except ProcessLookupError:  # the group is empty: all gone
+            return False
+
+    if signal_group(signal.SIGTERM):
+        deadline = time.monotonic() + grace
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+        # The leader may exit before its workers (uvicorn's): wait for the whole group.
+        while signal_group(0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        signal_group(signal.SIGKILL)
+    proc.wait()
+
+
+@contextmanager
+def running(services: list[Service], cwd: Path,
+            timeout: float = STARTUP_TIMEOUT) -> Iterator[list[subprocess.Popen]]:
+    """Start ``services`` at once, wait until all answer, yield their processes, and on exit
+    (or a failed start) stop them in the order given."""
+    with ExitStack() as stack:
+        started = []
+        for service in services:
+            started.append((service, start(service, cwd)))
+        # ExitStack unwinds last in, first out, and the first service must stop first.
+        for _, proc in reversed(started):
+            stack.callback(stop, proc)
+        wait_ready(started, timeout)
+        yield [proc for _, proc in started]
+
+
+# ---- flow-run processes and signals ---------------------------------------------------------
+
+
+def flow_run_processes() -> list:
+    """This process's descendants in its own process group: flow runs in flight and the
+    workers they started (the servers run in sessions of their own). Not multiprocessing's
+    resource trackers: they ignore SIGTERM and exit by themselves once their parent is gone."""
+    import psutil  # a dependency of dvc (and so of tri)
+
+    group = os.getpgrp()
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if os.getpgid(p.pid) == group and "multiprocessing.resource_tracker" not in " ".join(p.cmdline()):
+                found.append(p)
+        except (ProcessLookupError, psutil.Error):
+            pass  # ended meanwhile
+    return found
+
+
+def stop_flow_runs(grace: float = STOP_GRACE) -> None:
+    """Stop the flow runs in flight and their workers, all at once: SIGTERM (a run then reports
+    itself crashed to the server, still up), SIGKILL for what is left after ``grace`` seconds.
+    Taking the whole tree first matters: workers of a process pool outlive a killed parent."""
+    import psutil
+
+    procs = flow_run_processes()
+    for p in procs:
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+
+
+def ignore_interrupts() -> None:
+    """From now on SIGINT and SIGTERM do nothing: the shutdown is bounded by :data:`STOP_GRACE`
+    per step and must finish, or servers would be left behind. Call it inside
+    :func:`handling_interrupts` only, which restores the handlers (a process started while
+    signals are ignored would inherit that). Main thread only."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+class Stopper:
+    """The SIGINT and SIGTERM handler. First it stops flow runs in flight, while the serve loop
+    and the server can still record how they ended; then, once the serve loop runs, it asks the
+    runner to stop (it pauses the schedules and returns), or before that it raises
+    KeyboardInterrupt. Later signals are ignored: the shutdown finishes, servers last."""
+
+    def __init__(self) -> None:
+        self.runner = None
+        self.loop = None
+        self.task = None
+
+    def serving(self, runner, loop) -> None:
+        """From now on a signal stops ``runner``, running on ``loop``."""
+        self.runner, self.loop = runner, loop
+
+    def __call__(self, signum, frame) -> None:
+        ignore_interrupts()
+        stop_flow_runs()
+        if self.loop is None:
+            raise KeyboardInterrupt
+        # Raising inside the event loop would tear the runner's tasks down mid-flight (and log
+        # their cancellations as errors); its own stop ends them in order.
+        self.loop.call_soon_threadsafe(self._start_stopping)
+
+    def _start_stopping(self) -> None:
+        self.task = self.loop.create_task(self._stop())  # kept: the loop holds tasks only weakly
+
+    async def _stop(self) -> None:
+        import asyncio
+
+        while not self.runner.started:  # the signal came while the runner was still starting
+            await asyncio.sleep(0.05)
+        await self.runner.astop()
+
+
+@contextmanager
+def handling_interrupts(handler: Callable) -> Iterator[None]:
+    """Inside, Ctrl-C and SIGTERM both run ``handler`` (also when a shell started us with SIGINT
+    ignored); outside, the previous handlers are back. Main thread only (signals are delivered
+    there); elsewhere it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        for sig, old_handler in old.items():
+            signal.signal(sig, old_handler)
+
+
+# ---- deployments ----------------------------------------------------------------------------
+
+
+def deployment_name(root: Path) -> str:
+    """The deployments' name: the project folder's (``tri-loop/<name>`` in the UI)."""
+    return Path(root).resolve().name or "project"
+
+
+def make_runner(root: Path, params_file: str | None, schedule: Schedule, loop_stop: LoopStop,
+                on_sigterm: Callable):
+    """A Prefect runner serving the generation and loop flows of the project at ``root``
+    (absolute), their deployments registered on the server. One flow run at a time (the
+    runner's limit, and each deployment's concurrency limit): two generations never run at
+    once. Schedules pause when it stops, so a stopped ``tri serve`` does not pile up late runs.
+
+    ``add_flow`` (not ``serve(*deployments)``) keeps the flow objects: runs start as
+    multiprocessing children running exactly these flows, the generation with the task runner
+    the settings name, instead of re-importing them from a file entry point."""
+    from prefect.runner import Runner
+
+    from pipelines.generation import configured
+    from pipelines.loop import loop_flow
+
+    name = deployment_name(root)
+    runner = Runner(name=f"tri-serve-{name}", limit=1, pause_on_shutdown=True)
+    # Prefect's own SIGTERM handler calls sys.exit mid-loop; stop as on Ctrl-C instead.
+    runner.handle_sigterm = on_sigterm
+    common = {"root": str(root), "params_file": params_file}
+    runner.add_flow(configured(), name=name, parameters=common, tags=["tri"], concurrency_limit=1,
+                    description=f"One generation of {root}: self-play, train, arena, promote, record.")
+    runner.add_flow(loop_flow, name=name, tags=["tri"], concurrency_limit=1, **schedule.kwargs(),
+                    parameters={**common, "generations": loop_stop.generations, "minutes": loop_stop.minutes,
+                                "plateau": loop_stop.plateau},
+                    description=f"Generations of {root} until a stop condition (generations, minutes, "
+                                "plateau; none: until cancelled).")
+    return runner
+
+
+def run(runner, stopper: Stopper) -> None:
+    """Run ``runner`` until ``stopper`` stops it."""
+    import asyncio
+
+    async def main() -> None:
+        stopper.serving(runner, asyncio.get_running_loop())
+        await runner.start()
+
+    asyncio.run(main())
+
+
+@contextmanager
+def prefect_api(url: str) -> Iterator[None]:
+    """Point this process (and the flow runs it starts) at the server ``url``, also when prefect
+    was imported (and read its settings) before; the previous setting is back on exit."""
+    old = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            yield
+    finally:
+        if old is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = old
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+
+def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = MLFLOW_PORT,
+          schedule: Schedule = Schedule(), loop_stop: LoopStop = LoopStop(), params_file: str | None = None,
+          timeout: float = STARTUP_TIMEOUT, echo: Callable[[str], None] = print) -> None:
+    """Run the UIs and serve the deployments of the project ``root`` until interrupted (see the
+    module docstring). Changes this process's working directory to ``root`` and sets its
+    ``PREFECT_HOME`` (flow runs inherit both). ``echo`` prints the addresses. Raises
+    :class:`TriError` for a bad option or a server that does not start."""
+    from tri import tracking, versioning
+    from tri.config import Runtime
+
+    if prefect_port == mlflow_port:
+        raise TriError(f"--prefect-port and --mlflow-port are both {prefect_port}: give two ports")
+    root = Path(root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    versioning.check_params_file(root, params_file)
+    stores.configure(root)
+    # The server started here keeps its state in this project even if PREFECT_HOME points elsewhere.
+    os.environ["PREFECT_HOME"] = str(stores.prefect_home(root))
+    schedule.check()
+    store = tracking.store(root, Runtime())
+    services = [prefect_service(root, prefect_port)]
+    if store.artifact_location is not None:  # a local store: serve its UI (a tracking server has its own)
+        services.append(mlflow_service(root, mlflow_port, store.tracking_uri, store.artifact_location))
+    for service in services:
+        check_port(service)
+    os.chdir(root)  # flow runs are processes started from this one: they inherit the directory
+    stopper = Stopper()
+    with handling_interrupts(stopper):
+        try:
+            with running(services, root, timeout), prefect_api(f"{services[0].address}/api"):
+                runner = make_runner(root, params_file, schedule, loop_stop, on_sigterm=stopper)
+                _announce(echo, root, services, store.tracking_uri, schedule, loop_stop)
+                try:
+                    run(runner, stopper)
+                finally:
+                    ignore_interrupts()
+                    echo("stopping: flow runs, the serve loop, the Prefect server, then MLflow ...")
+                    stop_flow_runs()  # any left (none after a signal: the handler stopped them)
+        except KeyboardInterrupt:
+            pass  # interrupted while starting: running() has stopped what started
+    echo("stopped")
+
+
+def _announce(echo: Callable[[str], None], root: Path, services: list[Service], tracking_uri: str,
+              schedule: Schedule, loop_stop: LoopStop) -> None:
+    """Tell the person where to look and how to stop."""
+    prefect = services[0]
+    echo(f"Prefect UI: {prefect.address}  (deployments: {prefect.address}/deployments)")
+    if len(services) > 1:
+        echo(f"MLflow UI:  {services[1].address}")
+    else:
+        echo(f"MLflow:     {tracking_uri} (TRI_MLFLOW_URI; no local UI started)")
+    name = deployment_name(root)
+    echo(f"serving tri-generation/{name} and tri-loop/{name} ({schedule.describe()}) for {root}")
+    if loop_stop.endless and (schedule.interval is not None or schedule.cron is not None):
+        echo("note: scheduled loop runs have no stop condition (--generations, --minutes, --plateau): "
+             "each runs until cancelled and later ones wait")
+    echo(f"logs: {log_dir(root)}")
+    echo("Press Ctrl-C to stop (flow runs in flight are stopped too).")

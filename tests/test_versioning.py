@@ -1,0 +1,85 @@
+"""The plan of a generation, the project lock and the params-file rule (no Prefect needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tri import layout, versioning
+from tri.errors import TriError
+
+from tests.pipeline_fixtures import PARAMS, with_section
+
+LATEST = with_section(PARAMS, "train", continue_from="latest")
+
+
+def log(root, *entries):
+    path = layout.promotions_log(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"generation": g, "promoted": p}) + "\n" for g, p in entries))
+
+
+def touch_candidate(root, g):
+    path = layout.candidate_path(root, g)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x")
+
+
+def test_plan_follows_the_decision_log(tmp_path):
+    assert versioning.make_plan(PARAMS, tmp_path, 1) == versioning.Plan(1, "models/gen-0000.pt", "models/gen-0000.pt")
+    log(tmp_path, (1, True), (2, False), (3, True), (4, False))
+    for g in range(1, 5):
+        touch_candidate(tmp_path, g)
+    # The player is the last promoted candidate before the generation.
+    assert versioning.make_plan(PARAMS, tmp_path, 5).player == "models/candidates/gen-0003.pt"
+    assert versioning.make_plan(PARAMS, tmp_path, 3).player == "models/candidates/gen-0001.pt"
+    # Training starts from the player (best), or from the previous candidate (latest).
+    assert versioning.make_plan(PARAMS, tmp_path, 5).start == "models/candidates/gen-0003.pt"
+    assert versioning.make_plan(LATEST, tmp_path, 5).start == "models/candidates/gen-0004.pt"
+    assert versioning.make_plan(LATEST, tmp_path, 1).start == "models/gen-0000.pt"
+    assert versioning.next_generation(tmp_path) == 5
+
+
+def test_plan_file_round_trip(tmp_path):
+    plan = versioning.Plan(7, "models/candidates/gen-0005.pt", "models/candidates/gen-0006.pt")
+    versioning.write_plan(tmp_path, plan)
+    assert versioning.read_plan(tmp_path) == plan
+    text = layout.plan_path(tmp_path).read_text()
+    assert "gen: '0007'" in text and "generation: 7" in text  # what dvc.yaml interpolates
+
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from tri import versioning
+with versioning.project_lock(Path(sys.argv[1])):
+    print("holding", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_the_lock_refuses_a_second_generation_and_dies_with_its_holder(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "holding"
+    with pytest.raises(TriError, match=rf"already running in .*\(pid {proc.pid}\)"):
+        with versioning.project_lock(tmp_path):
+            pass
+    os.kill(proc.pid, signal.SIGKILL)  # a crashed run never leaves the project locked
+    proc.wait()
+    with versioning.project_lock(tmp_path):
+        pass
+
+
+def test_a_versioned_project_runs_on_its_params_yaml(tmp_path):
+    versioning.check_params_file(tmp_path, str(tmp_path / "other.yaml"))  # a plain folder: any file
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    versioning.check_params_file(tmp_path, None)
+    versioning.check_params_file(tmp_path, "params.yaml")
+    with pytest.raises(TriError, match="DVC project: it runs on its params.yaml"):
+        versioning.check_params_file(tmp_path, str(tmp_path / "other.yaml"))

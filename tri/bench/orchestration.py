@@ -1,0 +1,122 @@
+"""``tri bench orchestration``: what Prefect, DVC, git and MLflow add to a generation's time.
+
+Two fresh projects in a scratch folder run the same generations on the same params:
+
+- **anchor (plain)**: the stage functions called one after another (self-play in a process
+  pool, train, arena, promote), no orchestrator, no versioning, no tracking;
+- **orchestrated**: the generation flow inside the loop flow (Prefect task runner, project lock,
+  plan file, ``dvc commit``/``dvc add``, a git commit and tag, MLflow run, artifacts and registry),
+  in a git + DVC project laid out like this repository.
+
+Both write the same bytes (the generations are reproducible), so the time difference is the
+orchestration's. The overhead is ``1 - plain / orchestrated`` on the median generation. The
+first flow of a process starts Prefect's temporary server; the loop flow starts it before the
+first generation, so, as with a running ``tri serve``, generation times do not include it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tri import layout
+from tri.config import Params, Runtime, dump_params
+
+REPO_FILES = ("dvc.yaml", ".dvcignore", ".gitignore")
+
+
+@dataclass(frozen=True)
+class OrchestrationBench:
+    generations: int
+    plain_seconds: list[float]
+    orchestrated_seconds: list[float]
+    plain_median: float
+    orchestrated_median: float
+    overhead_share: float
+    task_runner: str
+    phases: list[dict[str, float]]  # per orchestrated generation: seconds per phase
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+def plain_generation(params: Params, root: Path, generation: int, runtime: Runtime) -> float:
+    """One generation by the stage functions alone (the anchor); returns its seconds."""
+    from tri import arena, atomic, promote, selfplay, train
+    from tri.games import make_game
+    from tri.net import initial_checkpoint, save_checkpoint
+
+    start = time.perf_counter()
+    best, initial = layout.best_path(root), layout.model_path(root, 0)
+    if not best.exists():
+        save_checkpoint(initial_checkpoint(make_game(params.game), params.net), initial)
+        atomic.copy(initial, best)
+    selfplay.run(params, best, layout.selfplay_dir(root, generation), generation=generation, runtime=runtime,
+                 progress=False)
+    candidate, tdir = layout.candidate_path(root, generation), layout.train_dir(root, generation)
+    train.run(params, best, layout.window_dirs(root, generation, params.train.window), candidate,
+              generation=generation, metrics=tdir / "metrics.json", losses=tdir / "losses.csv", progress=False)
+    arena.run(params, str(candidate), str(best), generation=generation, out=layout.arena_path(root, generation),
+              runtime=runtime)
+    promote.run(layout.arena_path(root, generation), candidate, best, rejected=layout.rejected_path(root, generation),
+                log=layout.promotions_log(root), generation=generation)
+    return time.perf_counter() - start
+
+
+def _versioned_project(root: Path, repo: Path, params: Params) -> None:
+    root.mkdir(parents=True)
+    for name in REPO_FILES:
+        shutil.copy(repo / name, root / name)
+    (root / "params.yaml").write_text(dump_params(params))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "tri", "GIT_AUTHOR_EMAIL": "tri@localhost",
+           "GIT_COMMITTER_NAME": "tri", "GIT_COMMITTER_EMAIL": "tri@localhost", "DVC_NO_ANALYTICS": "1"}
+    for cmd in (["git", "init", "-q"], [sys.executable, "-m", "dvc", "init", "-q"]):
+        subprocess.run(cmd, cwd=root, check=True, env=env, capture_output=True)
+    shutil.copy(repo / ".dvc" / "config", root / ".dvc" / "config")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", "bench project"], cwd=root, check=True, env=env)
+
+
+def run(params: Params, scratch: Path, repo: Path, *, generations: int = 2) -> OrchestrationBench:
+    """Measure ``generations`` generations each way in ``scratch`` (emptied first); ``repo`` is
+    where ``dvc.yaml`` and the DVC config come from (this repository)."""
+    from tri import stores
+
+    scratch = Path(scratch).resolve()
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    plain_root, flow_root = scratch / "plain", scratch / "orchestrated"
+    plain_root.mkdir(parents=True)
+    runtime = Runtime()
+    plain = [plain_generation(params, plain_root, g, runtime) for g in range(1, generations + 1)]
+
+    _versioned_project(flow_root, Path(repo), params)
+    stores.configure(flow_root)
+    from pipelines.loop import loop_flow
+
+    results = loop_flow(root=str(flow_root), generations=generations)
+    orchestrated = [r["flow_seconds"] for r in results]
+    p, o = statistics.median(plain), statistics.median(orchestrated)
+    return OrchestrationBench(generations, plain, orchestrated, p, o, 1 - p / o, runtime.task_runner,
+                              [r["phases"] for r in results])
+
+
+def print_report(r: OrchestrationBench, *, as_json: bool = False) -> None:
+    if as_json:
+        print(r.to_json())
+        return
+    print(f"orchestration overhead, {r.generations} generation(s) each way, task runner {r.task_runner}")
+    print(f"  plain stages (anchor):  median {r.plain_median:7.1f} s   "
+          f"({', '.join(f'{s:.1f}' for s in r.plain_seconds)})")
+    print(f"  Prefect + DVC + MLflow: median {r.orchestrated_median:7.1f} s   "
+          f"({', '.join(f'{s:.1f}' for s in r.orchestrated_seconds)})")
+    for g, phases in enumerate(r.phases, 1):
+        print(f"  generation {g} phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
+    print(f"  overhead: {100 * r.overhead_share:.1f}% of a generation (target < 5%)")

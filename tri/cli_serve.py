@@ -1,0 +1,56 @@
+"""``tri serve``: the Prefect and MLflow UIs of a project, and its deployments (the logic is in
+:mod:`pipelines.serve`). Attach it to the ``tri`` group with ``main.add_command(serve, "serve")``;
+``python -m tri.cli_serve ...`` runs it alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tri.errors import TriError
+
+
+@click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Project folder holding params.yaml, models/ and data/.")
+@click.option("--prefect-port", type=click.IntRange(1, 65535), default=4200, show_default=True,
+              help="Port of the Prefect server and UI.")
+@click.option("--mlflow-port", type=click.IntRange(1, 65535), default=5000, show_default=True,
+              help="Port of the MLflow UI.")
+@click.option("--interval", type=click.FloatRange(0, min_open=True), default=None, metavar="MINUTES",
+              help="Run the loop deployment every MINUTES (default: no schedule).")
+@click.option("--cron", default=None, metavar="EXPR", help="Run the loop deployment on a cron schedule, "
+              "e.g. '0 2 * * *' (default: no schedule).")
+@click.option("--generations", type=click.IntRange(1), default=None,
+              help="Loop runs stop after this many generations (a run started from the UI can change it).")
+@click.option("--minutes", type=click.FloatRange(0), default=None,
+              help="Loop runs stop starting generations after this long.")
+@click.option("--plateau", type=click.IntRange(1), default=None,
+              help="Loop runs stop after this many generations in a row without a promotion.")
+@click.option("--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Params file for the runs (default: ROOT/params.yaml, else the embedded defaults).")
+@click.option("--timeout", type=click.FloatRange(1), default=180, show_default=True,
+              help="Seconds to wait for the servers to answer.")
+def serve(root: Path, prefect_port: int, mlflow_port: int, interval: float | None, cron: str | None,
+          generations: int | None, minutes: float | None, plateau: int | None, params_path: Path | None,
+          timeout: float) -> None:
+    """Start the Prefect server and the MLflow UI for the project, and serve its generation and
+    loop deployments: start, schedule, watch and cancel runs from the Prefect UI. Ctrl-C stops
+    everything."""
+    from pipelines import serve as serving
+
+    params_file = str(params_path.resolve()) if params_path is not None else None
+    try:
+        serving.serve(root, prefect_port=prefect_port, mlflow_port=mlflow_port,
+                      schedule=serving.Schedule(interval, cron),
+                      loop_stop=serving.LoopStop(generations, minutes, plateau), params_file=params_file,
+                      timeout=timeout, echo=lambda line: click.echo(line))
+    except TriError as exc:  # as tri.cli's group reports it, for `python -m tri.cli_serve`
+        for line in str(exc).splitlines():
+            click.echo(f"error: {line}", err=True)
+        raise click.exceptions.Exit(exc.exit_code) from None
+
+
+if __name__ == "__main__":
+    serve()
