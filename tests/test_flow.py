@@ -245,3 +245,28 @@ def test_the_command_writes_only_inside_the_project(tmp_path):
     assert list(elsewhere.iterdir()) == []
     assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
     assert (root / ".prefect").is_dir() and (root / ".mlflow" / "mlflow.db").is_file()
+
+
+def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
+    """Tic-Tac-Toe through the versioned flow: its own MLflow experiment and registered model,
+    colours alternating in the arena, a clean lock file."""
+    from mlflow import MlflowClient
+
+    from tri import tracking
+    from tri.config import ArenaParams, GameParams, MctsParams, SelfplayParams
+
+    params = PARAMS.model_copy(update={
+        "game": GameParams(name="tictactoe"), "mcts": MctsParams(simulations=8),
+        "selfplay": SelfplayParams(games=8, shards=2, concurrent=4, max_moves=9, temperature_moves=2, noise=True),
+        "arena": ArenaParams(games=4, simulations=8, concurrent=8, max_moves=9, win_rate=0.0, temperature_moves=2,
+                             temperature=1.0)})
+    root = new_project(tmp_path / "ttt")
+    results = run_generations(root, params, 1, tracking=True)
+    assert results[0]["promoted"]
+    arena = json.loads(layout.arena_path(root, 1).read_text())
+    assert arena["games"] == 2 * params.arena.games and not arena["paired"]
+    assert versioning.dvc_status_clean(root)
+    uri = tracking.store(root).tracking_uri
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    assert client.get_experiment_by_name("tri-tictactoe") is not None
+    assert str(client.get_model_version_by_alias("tri-tictactoe", "champion").version) == "1"

@@ -35,7 +35,10 @@ def configure(root: Path) -> dict[str, str]:
               # matplotlib (learning curves, rendered games) would cache fonts in the home folder
               "MPLCONFIGDIR": str(mlflow_dir(root) / "matplotlib"),
               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-              "PREFECT_LOGGING_LEVEL": os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING"),
+              # Run logs (INFO) go to the Prefect server, so the UI shows them; the terminal gets
+              # warnings only (tri loop prints its own row per generation).
+              "PREFECT_LOGGING_LEVEL": "INFO",
+              "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
               **TELEMETRY_OFF}
     done = {}
     for key, value in wanted.items():

@@ -82,10 +82,6 @@ def run(params: Params, model: Path, data: list[Path], out: Path, *, generation:
     the model's + 1), the summary ``metrics`` (JSON) and per-step ``losses`` (CSV: step, lr, loss,
     policy_loss, value_loss)."""
     import torch
-    import torch.nn.functional as F
-
-    from tri.games import make_game
-    from tri.net import Checkpoint, load_checkpoint, save_checkpoint, two_hot
 
     tp = params.train
     if not data:
