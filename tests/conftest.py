@@ -16,6 +16,18 @@ def game() -> TriangleGame:
     return TriangleGame()
 
 
+@pytest.fixture
+def one_torch_thread():
+    """torch on one thread: two threads on a busy 2-core machine spin against each other (25 ms
+    instead of 1 ms per tiny forward pass)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory):
     """A temporary Prefect server and database for the session (Prefect's test harness), with

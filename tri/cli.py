@@ -162,7 +162,8 @@ def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: i
               params_path: Path | None) -> None:
     """Compare players A and B on the same seeds and decide whether A should replace B.
 
-    A and B: a checkpoint path (plays with search), mcts:PATH:N, net:PATH, random or greedy.
+    A and B: a checkpoint path (plays with search), mcts:PATH:N, net:PATH, random, greedy, or a
+    registered model: models:/tri-triangle@champion, models:/tri-triangle/3.
     """
     from tri.arena import print_result, run
     from tri.config import Runtime, load_params

@@ -76,7 +76,7 @@ def play_triangle(game: TriangleGame, seed: int, read_line: Callable[[], str], *
     ``console`` (default: stdout; plain text when ``interactive`` is False). Returns the outcome;
     never exits the process."""
     if console is None:
-        console = _default_console(interactive)
+        console = default_console(interactive)
     return _Session(game, seed, read_line, interactive, console).run()
 
 
@@ -92,7 +92,9 @@ def parse_move(text: str) -> tuple[int, int, int] | None:
     return slot, row, col
 
 
-def _default_console(interactive: bool) -> Console:
+def default_console(interactive: bool) -> Console:
+    """Colours in a terminal; plain text, no control codes, no wrapping otherwise (every
+    terminal game uses this)."""
     if interactive:
         return Console(highlight=False, emoji=False)
     return Console(force_terminal=False, force_interactive=False, no_color=True, color_system=None,

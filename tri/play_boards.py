@@ -36,7 +36,7 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
-from tri.play import HELP_WORDS, PLAIN_WIDTH, QUIT_WORDS
+from tri.play import HELP_WORDS, QUIT_WORDS, default_console
 
 _STYLE_X = "bold red"
 _STYLE_O = "bold yellow"
@@ -67,14 +67,6 @@ def play_board_game(game, opponent, read_line: Callable[[], str], *, person_firs
         console = default_console(interactive)
     return _Session(game, opponent, read_line, person_first, interactive, console,
                     opponent_name or getattr(opponent, "name", "the agent")).run()
-
-
-def default_console(interactive: bool) -> Console:
-    """Colours in a terminal; plain text, no control codes, no wrapping otherwise."""
-    if interactive:
-        return Console(highlight=False, emoji=False)
-    return Console(force_terminal=False, force_interactive=False, no_color=True, color_system=None,
-                   highlight=False, emoji=False, width=PLAIN_WIDTH, soft_wrap=True)
 
 
 class _Session:

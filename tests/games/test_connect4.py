@@ -246,18 +246,6 @@ def test_mirror_keeps_legal_masks_encodings_and_moves_consistent(game):
 # ---- the shared game loop ------------------------------------------------------------------------
 
 
-@pytest.fixture
-def one_torch_thread():
-    """torch on one thread: two threads on a busy 2-core machine spin against each other (25 ms
-    instead of 1 ms per tiny forward pass)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_selfplay_smoke_with_search_on_an_untrained_network(game, one_torch_thread):
     from tri.agents import MctsAgent
     from tri.config import MctsParams, NetParams
