@@ -41,7 +41,10 @@ def git(root: Path, *args: str) -> str:
 
 
 def dvc(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    # The stages' commands are `tri ...`: the environment's bin folder on PATH, as an activated
+    # virtual environment would have it.
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1",
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
     return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root, capture_output=True, text=True,
                           env=env, timeout=timeout)
 
