@@ -311,3 +311,22 @@ def test_interrupted_and_changed_generations_are_replaced(project):
     assert (r2.model_version, r3.model_version, r3.champion_version) == (4, 5, 5)
     assert tracking.resolve_model("models:/tri-triangle@champion", root, runtime=LOCAL).read_bytes() == \
         layout.candidate_path(root, 3).read_bytes()
+
+
+def test_evaluations_are_logged_into_an_existing_store_only(project, tmp_path):
+    from tri.config import GameParams
+
+    ttt = PARAMS.model_copy(update={"game": GameParams(name="tictactoe")})
+    result = tmp_path / "eval.json"
+    result.write_text('{"rows": []}\n')
+    run_id = tracking.log_evaluation(project["root"], ttt, "eval-tictactoe greedy",
+                                     {"3x3 k=3/wrong_rate": 0.023, "never_loses": 0.0}, artifact=result,
+                                     runtime=LOCAL)
+    client = project["client"]
+    run = client.get_run(run_id)
+    assert run.info.experiment_id == client.get_experiment_by_name("tri-tictactoe").experiment_id
+    assert run.data.metrics["3x3 k_3/wrong_rate"] == pytest.approx(0.023) and run.data.tags["tri.kind"] == "eval"
+    assert [a.path for a in client.list_artifacts(run_id, "eval")] == ["eval/eval.json"]
+    # No store in a plain folder: nothing logged, no database created.
+    assert tracking.log_evaluation(tmp_path, ttt, "eval", {"x": 1.0}, runtime=LOCAL) is None
+    assert not (tmp_path / ".mlflow").exists()

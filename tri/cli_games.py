@@ -109,11 +109,13 @@ def eval_connect4(player: str, files: tuple[Path, ...], testsets: Path, limit: i
     from tri.config import Runtime, load_params
     from tri.evaluate import format_table, run_connect4
 
-    result = run_connect4(load_params(params_path), player, files, testsets=testsets, limit=limit,
+    params = load_params(params_path)
+    result = run_connect4(params, player, files, testsets=testsets, limit=limit,
                           simulations=simulations, seed=seed, out=out, runtime=Runtime())
     click.echo(format_table(result))
     if out is not None:
         click.echo(f"wrote {out}")
+    _track(params, f"eval-connect4 {player}", result, out)
 
 
 @eval_group.command("tictactoe")
@@ -132,11 +134,21 @@ def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | 
     from tri.config import Runtime, load_params
     from tri.evaluate import format_table, run_tictactoe
 
-    result = run_tictactoe(load_params(params_path), player, simulations=simulations, seed=seed, out=out,
-                           runtime=Runtime())
+    params = load_params(params_path)
+    result = run_tictactoe(params, player, simulations=simulations, seed=seed, out=out, runtime=Runtime())
     click.echo(format_table(result))
     if out is not None:
         click.echo(f"wrote {out}")
+    _track(params, f"eval-tictactoe {player}", result, out)
+
+
+def _track(params, name: str, result, out: Path | None) -> None:
+    """Log the evaluation to the project's MLflow store when there is one (tracking on)."""
+    from tri.tracking import log_evaluation
+
+    run_id = log_evaluation(Path.cwd(), params, name, result.metrics(), artifact=out)
+    if run_id is not None:
+        click.echo(f"logged to MLflow: run {run_id} in experiment tri-{params.game.name}")
 
 
 def _standalone() -> click.Group:

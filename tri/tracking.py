@@ -254,6 +254,36 @@ def end_loop(root: Path, run_id: str | None, status: str = "FINISHED", *,
         client.set_terminated(run_id, status)
 
 
+def log_evaluation(root: Path, params: Params, name: str, metrics: Mapping[str, float], *,
+                   artifact: Path | None = None, tags: Mapping[str, str] | None = None,
+                   runtime: Runtime | None = None) -> str | None:
+    """Record an evaluation (``tri eval``) as a run named ``name`` in experiment ``tri-<game>``,
+    with ``metrics`` and the result file ``artifact``. Only into an existing store (a project
+    that has tracked generations, or ``TRI_MLFLOW_URI``): an evaluation run from any folder must
+    not leave a database behind. Returns the run id, or None when nothing was logged."""
+    runtime = runtime or Runtime()
+    root = Path(root).resolve()
+    if not runtime.tracking:
+        return None
+    s = store(root, runtime)
+    if s.database is not None and not s.database.exists():
+        return None
+    client, s = _open(root, runtime, create=False)
+    from mlflow.entities import Metric, Param
+
+    exp = _experiment_id(client, s, params.game.name)
+    run = client.create_run(exp, run_name=name, tags={**_base_tags(root, params, "eval"), **(tags or {})})
+    now = int(time.time() * 1000)
+    # MLflow names allow letters, digits and _-. :/ only (an m,n,k row is named "3x3 k=3").
+    clean = {re.sub(r"[^A-Za-z0-9_\-. :/]", "_", k): float(v) for k, v in metrics.items()}
+    client.log_batch(run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in clean.items()],
+                     params=[Param("player", name[:250])])
+    if artifact is not None and Path(artifact).is_file():
+        client.log_artifact(run.info.run_id, str(artifact), "eval")
+    client.set_terminated(run.info.run_id, "FINISHED")
+    return run.info.run_id
+
+
 # ---- one generation --------------------------------------------------------------------------
 
 
