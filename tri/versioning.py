@@ -152,10 +152,12 @@ def _repo(root: Path):
     import logging
 
     os.environ.setdefault("DVC_NO_ANALYTICS", "1")
-    logging.getLogger("dvc").setLevel(logging.WARNING)  # not its "git add ..." hints: tri commits itself
     from dvc.repo import Repo
 
     with contextlib.chdir(root), Repo(str(Path(root).resolve())) as repo:
+        # Not its progress lines and "git add ..." hints (tri commits itself); after Repo(),
+        # which sets DVC's log level.
+        logging.getLogger("dvc").setLevel(logging.WARNING)
         yield repo
 
 
