@@ -83,3 +83,16 @@ def test_a_versioned_project_runs_on_its_params_yaml(tmp_path):
     versioning.check_params_file(tmp_path, "params.yaml")
     with pytest.raises(TriError, match="DVC project: it runs on its params.yaml"):
         versioning.check_params_file(tmp_path, str(tmp_path / "other.yaml"))
+
+
+def test_archived_outputs_are_recognised_from_any_working_directory(tmp_path, monkeypatch):
+    root, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = layout.selfplay_dir(root, 1)
+    out.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    rel = layout.selfplay_dir(versioning._HERE, 1)
+    assert not versioning._tracked(root, rel)  # present, not archived yet
+    (root / f"{rel}.dvc").write_text("outs: []\n")
+    assert versioning._tracked(root, rel)
+    assert versioning._tracked(root, layout.selfplay_dir(versioning._HERE, 2))  # absent: nothing to do

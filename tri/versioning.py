@@ -140,8 +140,8 @@ def check_params_file(root: Path, params_file: str | None) -> None:
         return
     path = Path(params_file) if Path(params_file).is_absolute() else Path(root) / params_file
     if path.resolve() != (Path(root) / "params.yaml").resolve():
-        raise TriError(f"{Path(root).resolve()} is a DVC project: it runs on its params.yaml (edit that file, "
-                       f"or use `dvc exp run -S section.key=value`), not on {params_file}")
+        raise TriError(f"{Path(root).resolve()} is a DVC project: it runs on its params.yaml (edit that "
+                       f"file; DVC records it), not on {params_file}")
 
 
 @contextmanager
@@ -162,7 +162,8 @@ def _repo(root: Path):
 
 
 def _tracked(root: Path, path: Path) -> bool:
-    return Path(str(path) + ".dvc").exists() or not (Path(root) / path).exists()
+    """Already archived (its ``.dvc`` file exists), or nothing to archive."""
+    return (Path(root) / f"{path}.dvc").exists() or not (Path(root) / path).exists()
 
 
 def begin(params: Params, root: Path, generation: int) -> Plan:
