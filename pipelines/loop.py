@@ -72,6 +72,9 @@ def loop_flow(root: str = ".", params_file: str | None = None, generations: int 
         if echo:
             print(f"loop stops: {reason}", flush=True)
         status = "FINISHED"
+    except KeyboardInterrupt:  # stopped by a person (Ctrl-C, or tri serve stopping)
+        status = "KILLED"
+        raise
     finally:
         if parent is not None:
             tracking.end_loop(project, parent, status=status)
