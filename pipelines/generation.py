@@ -146,7 +146,6 @@ def ensure_initial(params: Params, root: Path) -> Path:
 def run_generation(root: Path, params_file: str | None = None, parent_run_id: str | None = None) -> GenerationResult:
     """The body of :func:`generation_flow` (call it inside a flow: it submits tasks)."""
     from tri import selfplay
-    from tri.config import Runtime
 
     logger = get_run_logger()
     root = Path(root).resolve()

@@ -101,6 +101,23 @@ def default_console(interactive: bool) -> Console:
                    highlight=False, emoji=False, width=PLAIN_WIDTH, soft_wrap=True)
 
 
+def prompt_line(console: Console, read_line: Callable[[], str], interactive: bool, prompt: str) -> str | None:
+    """Show ``prompt`` and read the next line; None at the end of input (or Ctrl-C). Shared by
+    every terminal game."""
+    console.print(Text(prompt, style=_STYLE_LABEL), end="")
+    try:
+        line = read_line()
+    except (KeyboardInterrupt, EOFError):
+        console.print()
+        return None
+    if not interactive:
+        # Echo what was read so a piped game reads as a transcript.
+        console.print(Text(line.rstrip("\r\n") if line else "(end of input)"))
+    elif not line:
+        console.print()  # Ctrl-D: end the prompt's line
+    return line or None
+
+
 class _Session:
     """One game in progress: the state, the running totals and the drawing."""
 
@@ -150,19 +167,7 @@ class _Session:
         return result
 
     def prompt(self) -> str | None:
-        """The next line, or None at the end of input (or Ctrl-C)."""
-        self.console.print(Text(PROMPT, style=_STYLE_LABEL), end="")
-        try:
-            line = self.read_line()
-        except (KeyboardInterrupt, EOFError):
-            self.console.print()
-            return None
-        if not self.interactive:
-            # Echo what was read so a piped game reads as a transcript.
-            self.console.print(Text(line.rstrip("\r\n") if line else "(end of input)"))
-        elif not line:
-            self.console.print()  # Ctrl-D: end the prompt's line
-        return line or None
+        return prompt_line(self.console, self.read_line, self.interactive, PROMPT)
 
     def apply(self, move: tuple[int, int, int], state: TriangleState, step: Step) -> None:
         before = self.state.grid

@@ -36,7 +36,7 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
-from tri.play import HELP_WORDS, QUIT_WORDS, default_console
+from tri.play import HELP_WORDS, QUIT_WORDS, default_console, prompt_line
 
 _STYLE_X = "bold red"
 _STYLE_O = "bold yellow"
@@ -128,17 +128,7 @@ class _Session:
                 self.say(str(exc), _STYLE_ERROR)
 
     def prompt(self) -> str | None:
-        self.console.print(Text("your move: ", style=_STYLE_LABEL), end="")
-        try:
-            line = self.read_line()
-        except (KeyboardInterrupt, EOFError):
-            self.console.print()
-            return None
-        if not self.interactive:
-            self.console.print(Text(line.rstrip("\r\n") if line else "(end of input)"))
-        elif not line:
-            self.console.print()
-        return line or None
+        return prompt_line(self.console, self.read_line, self.interactive, "your move: ")
 
     def apply(self, action: int, who: str) -> None:
         mark = "X" if self.game.first_to_move(self.state) else "O"
