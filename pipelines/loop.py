@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from prefect import flow, get_run_logger
+from prefect.exceptions import TerminationSignal
 
 from pipelines.generation import _params as project_params
 from pipelines.generation import configured
@@ -72,7 +73,7 @@ def loop_flow(root: str = ".", params_file: str | None = None, generations: int 
         if echo:
             print(f"loop stops: {reason}", flush=True)
         status = "FINISHED"
-    except KeyboardInterrupt:  # stopped by a person (Ctrl-C, or tri serve stopping)
+    except (KeyboardInterrupt, TerminationSignal):  # Ctrl-C, SIGTERM (Prefect's bridge), tri serve stopping
         status = "KILLED"
         raise
     finally:

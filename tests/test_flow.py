@@ -273,3 +273,62 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     assert client.get_experiment_by_name("tri-tictactoe") is not None
     assert str(client.get_model_version_by_alias("tri-tictactoe", "champion").version) == "1"
+
+
+def _processes_of(root: Path) -> list[int]:
+    """Pids of live processes started with the project's ``PREFECT_HOME`` in their environment:
+    the children ``tri loop`` starts after pointing Prefect at the project (its temporary server
+    among them). ``/proc/PID/environ`` is the environment at start, so the loop itself is not
+    listed."""
+    marker = f"PREFECT_HOME={root}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:  # gone, or not ours
+                pass
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_sigterm_stops_the_loop_and_everything_it_started(tmp_path):
+    """``kill`` (SIGTERM) on a running ``tri loop`` unwinds like Ctrl-C: it exits, no process it
+    started (Prefect's temporary server) is left running, the lock is free, and the loop's MLflow
+    run is marked KILLED."""
+    import time
+
+    from mlflow import MlflowClient
+
+    from tri import tracking
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "params.yaml").write_text(dump_params(ALWAYS))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_", "TRI_"))}
+    env.update(TRI_WORKERS="1", TRI_TASK_RUNNER="threads")
+    proc = subprocess.Popen([sys.executable, "-m", "tri.cli", "loop", "--root", str(root), "--generations", "100"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (layout.arena_path(root, 1).exists() and _processes_of(root)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-3000:]
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0
+    deadline = time.monotonic() + 30  # a child may take a moment to exit after its parent
+    while _processes_of(root) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _processes_of(root) == []
+    with versioning.project_lock(root):
+        pass
+    client = MlflowClient(tracking_uri=tracking.store(root).tracking_uri)
+    loops = [r for r in client.search_runs([client.get_experiment_by_name("tri-triangle").experiment_id])
+             if "mlflow.parentRunId" not in r.data.tags]
+    assert [r.info.status for r in loops] == ["KILLED"]

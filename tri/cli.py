@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -218,8 +219,31 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
     from pipelines.loop import HEADER, loop_flow
 
     click.echo(HEADER)
-    loop_flow(root=str(root.resolve()), params_file=params_file, generations=generations, minutes=minutes,
-              plateau=plateau, echo=True)
+    with _sigterm_interrupts():
+        loop_flow(root=str(root.resolve()), params_file=params_file, generations=generations, minutes=minutes,
+                  plateau=plateau, echo=True)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """Treat SIGTERM (``kill``, a scheduler stopping the job) like Ctrl-C: Python unwinds, so the
+    MLflow run is marked KILLED, the project lock is released and Prefect's temporary server is
+    stopped instead of being left running."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @main.command("curve")
