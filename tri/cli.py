@@ -228,7 +228,9 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
 def _sigterm_interrupts():
     """Treat SIGTERM (``kill``, a scheduler stopping the job) like Ctrl-C: Python unwinds, so the
     MLflow run is marked KILLED, the project lock is released and Prefect's temporary server is
-    stopped instead of being left running."""
+    stopped instead of being left running. While a flow runs, Prefect's own SIGTERM handler
+    (raising ``TerminationSignal``, which the loop also treats as a stop) takes over; this one
+    covers the moments around it, such as the server's start-up."""
     import signal
     import threading
 
