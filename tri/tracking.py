@@ -261,14 +261,13 @@ def log_evaluation(root: Path, params: Params, name: str, metrics: Mapping[str, 
     with ``metrics`` and the result file ``artifact``. Only into an existing store (a project
     that has tracked generations, or ``TRI_MLFLOW_URI``): an evaluation run from any folder must
     not leave a database behind. Returns the run id, or None when nothing was logged."""
-    runtime = runtime or Runtime()
     root = Path(root).resolve()
-    if not runtime.tracking:
+    try:
+        client, s = _open(root, runtime, create=False)
+    except TriError:  # no store here: an evaluation does not create one
         return None
-    s = store(root, runtime)
-    if s.database is not None and not s.database.exists():
+    if client is None:  # tracking is off
         return None
-    client, s = _open(root, runtime, create=False)
     from mlflow.entities import Metric, Param
 
     exp = _experiment_id(client, s, params.game.name)
