@@ -131,7 +131,7 @@ def check_encoding(game: TriangleGame, trajectory: list[np.ndarray], masks: list
         live = ~game.terminal(states)
         states, mask = states[live], mask[live]
         x = game.encode(states)
-        planes = 3 + 2 * S + len(game.template_kinds)
+        planes = 3 + 2 * S + len(game.template_kinds) + 4
         assert x.shape == (len(states), planes, rows, cols) == (len(states), *game.obs_shape)
         assert x.dtype == np.float32
         bits = np.unpackbits(np.ascontiguousarray(states[:, :W]).astype("<u8").view(np.uint8), axis=1,
@@ -530,12 +530,13 @@ def test_encode_planes(game):
     rows, cols = game.board.rows, game.board.cols
     x = game.encode(states)
     kinds = game.template_kinds
-    assert x.shape == (B, 3 + 2 * S + len(kinds), 8, 15) == (B, 32, 8, 15) == (B, *game.obs_shape)
+    K = len(kinds)
+    assert x.shape == (B, 3 + 2 * S + K + 4, 8, 15) == (B, 36, 8, 15) == (B, *game.obs_shape)
     assert x.dtype == np.float32
-    assert set(np.unique(x).tolist()) <= {0.0, 1.0}
+    assert set(np.unique(x[:, : 3 + 2 * S + K]).tolist()) <= {0.0, 1.0}
     mask = game.legal(states).reshape(B, S, rows, cols)
     up = (np.add.outer(np.arange(rows), np.arange(cols)) % 2 == 1)
-    saw_empty = False
+    saw_empty = saw_hole = False
     for i, st in enumerate(game.states(states)):
         assert np.array_equal(x[i, 0], st.grid.astype(np.float32))
         assert np.array_equal(x[i, 1], game.board.playable.astype(np.float32))
@@ -555,7 +556,24 @@ def test_encode_planes(game):
             for _, r, c in game.legal_actions(probe):
                 expect[r, c] = 1.0
             assert np.array_equal(x[i, 3 + 2 * S + j], expect), (i, j)
-    assert saw_empty
+        # Line planes: every cell of a line carries the line's filled fraction, per direction.
+        grid = st.grid.astype(bool).ravel()
+        for line in game.board.lines:
+            d = next(d for d in range(3) if all(game.board.cell_lines[c, d] >= 0 and
+                                                game.board.lines[game.board.cell_lines[c, d]] == line
+                                                for c in line))
+            plane = x[i, 3 + 2 * S + K + d].ravel()
+            assert np.allclose(plane[line], grid[line].mean()), (i, line)
+        # Holes: empty playable cells walled in on all three edges (filled or off the board).
+        holes = np.zeros(rows * cols, np.float32)
+        for cell in np.flatnonzero(game.board.playable.ravel() & ~grid):
+            r, c = divmod(int(cell), cols)
+            sides = [(r, c - 1), (r, c + 1), (r + 1, c) if up[r, c] else (r - 1, c)]
+            if all(not game.board.on_board(rr, cc) or grid[rr * cols + cc] for rr, cc in sides):
+                holes[cell] = 1.0
+        assert np.array_equal(x[i, 3 + 2 * S + K + 3].ravel(), holes), i
+        saw_hole |= holes.any()
+    assert saw_empty and saw_hole
     # the legal planes track the board: more filled cells, fewer anchors on average
     assert x[:, 0].sum() > 0
 
@@ -564,7 +582,7 @@ def test_encode_other_config():
     game = TriangleGame(SMALL)
     states = _varied_states(game)
     x = game.encode(states)
-    assert x.shape == (len(states), 3 + 2 * 2 + len(game.template_kinds), 4, 7)
+    assert x.shape == (len(states), 3 + 2 * 2 + len(game.template_kinds) + 4, 4, 7)
     mask = game.legal(states).reshape(len(states), 2, 4, 7)
     assert np.array_equal(x[:, 5:7], mask.astype(np.float32))
     for i, st in enumerate(game.states(states)):

@@ -106,7 +106,8 @@ class TriangleGame:
         self.state_size = self.board.num_words + 2 + self.num_slots
         # The distinct template shapes, in first-seen order: one "where it fits" plane each.
         self.template_kinds = np.array(list(dict.fromkeys(self.template_ids.tolist())), dtype=np.int32)
-        self.obs_shape = (3 + 2 * self.num_slots + len(self.template_kinds), self.board.rows, self.board.cols)
+        self.obs_shape = (3 + 2 * self.num_slots + len(self.template_kinds) + 4, self.board.rows,
+                          self.board.cols)
         self._rewards = np.array([self.config.rewards.placed, self.config.rewards.cleared,
                                   self.config.rewards.alive, self.config.rewards.illegal])
         self._const = np.stack([self.board.playable, self.board.up]).astype(np.float32)
@@ -114,7 +115,6 @@ class TriangleGame:
                          for r in range(self.board.rows) for c in range(self.board.cols)]
         self._no_refill = np.full((1, self.num_slots), _DRAW, dtype=np.int32)
         self._tab_len = -1
-        self._line_lengths = np.array([len(line) for line in self.board.lines], dtype=np.float64)
 
     # ---- shared tables -------------------------------------------------------------------
 
@@ -126,7 +126,7 @@ class TriangleGame:
             b = self.board
             self._tab = (b.playable_words, t.anchors, t.offsets, t.sizes, t.masks, b.cell_lines,
                          b.line_words, self.template_ids, t.images, self._rewards, self._const,
-                         t.lines, self.template_kinds)
+                         t.lines, self.template_kinds, b.line_lengths, b.neighbours)
             self._tab_len = len(t)
         return self._tab
 
@@ -286,7 +286,7 @@ class TriangleGame:
         b = self.board
         occ = states[:, None, : b.num_words] & b.line_words[None]
         filled = np.bitwise_count(occ).sum(axis=2)
-        return ((filled / self._line_lengths) ** 2).sum(axis=1)
+        return ((filled / self.board.line_lengths) ** 2).sum(axis=1)
 
     def states(self, batch: np.ndarray) -> list[TriangleState]:
         """Scalar states of a batch ``[B, L]`` (copies)."""

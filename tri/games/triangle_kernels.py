@@ -15,7 +15,8 @@ shared tables ``tab`` (built once per config by ``triangle.TriangleGame``)::
            template_ids [N] i32, images [K, rows, cols] f32, rewards [4] f64 (placed, cleared,
            alive, illegal), const_planes [2, rows, cols] f32 (playable, up),
            place_lines [K, n, M] i32 (the distinct lines through each placement, -1 padded),
-           template_kinds [Kt] i32 (the distinct template shape ids, in first-seen order))
+           template_kinds [Kt] i32 (the distinct template shape ids, in first-seen order),
+           line_lengths [L] f64, neighbours [n, 3] i32 (edge neighbours, -1 off the board))
 
 The batch kernels are the single implementation of the rules: the scalar API calls them with
 ``B = 1``, so the two cannot drift apart. Each kernel unpacks ``tab`` once and writes its
@@ -288,16 +289,23 @@ def step_batch(states, actions, refills, tab, info):
 
 @nb.njit(cache=True, nogil=True)
 def encode_batch(states, tab, out):
-    """``out[B, 3 + 2S + Kt, rows, cols]`` (zeroed) <- network input planes.
+    """``out[B, 3 + 2S + Kt + 4, rows, cols]`` (zeroed) <- network input planes.
 
     Planes: occupied, playable, up-orientation, the shape in each slot (drawn at a fixed place),
     for each slot the anchors where its shape fits now (its legal placements; none once the game
-    is over), and for each distinct template the anchors where it would fit (what the next draws
-    could still do: the board's survival prospects, which a value must judge).
+    is over), for each distinct template the anchors where it would fit (what the next draws
+    could still do: the board's survival prospects, which a value must judge), then for each
+    direction the filled fraction of the line through each cell, and the holes (empty cells
+    whose three edge neighbours are filled or off the board: only a single triangle fills one).
+    Lines span the board and holes are what the best hand-written evaluations penalise; a few
+    3x3 convolutions can only approximate either, and a value trained on noisy returns learns
+    far faster from them given (1-ply play: 56 -> 67 on the same data).
     """
     playable, anchors, offsets, sizes, images, const = tab[0], tab[1], tab[2], tab[3], tab[8], tab[10]
-    kinds = tab[12]
+    cell_lines, line_words, kinds, lengths, neighbours = tab[5], tab[6], tab[12], tab[13], tab[14]
     W, n, cols = playable.shape[0], tab[4].shape[1], out.shape[3]
+    extra = 3 + 2 * (states.shape[1] - W - 2) + kinds.shape[0]
+    fill = np.zeros(line_words.shape[0])
     S = states.shape[1] - W - 2
     for b in range(states.shape[0]):
         out[b, 1:3] = const
@@ -329,6 +337,26 @@ def encode_batch(states, tab, out):
                     cell = i * 64 + _bit_index(low)
                     out[b, 3 + 2 * S + j, cell // cols, cell % cols] = 1.0
                     w ^= low
+        for line in range(line_words.shape[0]):
+            count = 0
+            for i in range(W):
+                count += _popcount(states[b, i] & line_words[line, i])
+            fill[line] = count / lengths[line]
+        for cell in range(n):
+            r, c = cell // cols, cell % cols
+            if out[b, 1, r, c] == 0.0:
+                continue
+            for d in range(3):
+                if cell_lines[cell, d] >= 0:
+                    out[b, extra + d, r, c] = fill[cell_lines[cell, d]]
+            if out[b, 0, r, c] == 0.0:
+                hole = True
+                for j in range(3):
+                    m = neighbours[cell, j]
+                    if m >= 0 and out[b, 0, m // cols, m % cols] == 0.0:
+                        hole = False
+                if hole:
+                    out[b, extra + 3, r, c] = 1.0
 
 
 @nb.njit(cache=True, nogil=True)

@@ -155,6 +155,9 @@ class Board:
         playable: ``[rows, cols] bool``; playable_words: ``[W] uint64``.
         lines: list of ``L`` lists of flat cells; line_words: ``[L, W] uint64``.
         cell_lines: ``[n, 3] int32``: the line through each cell in each direction, or -1.
+        line_lengths: ``[L] float64``: cells per line.
+        neighbours: ``[n, 3] int32``: each cell's edge neighbours (left, right, and below an
+            up cell or above a down cell), -1 where that side is off the board or a death cell.
     """
 
     DIRECTIONS = ("horizontal", "backslash", "slash")
@@ -178,6 +181,14 @@ class Board:
                 self.lines.append(run)
         self.line_words = np.stack([to_words(line, self.num_words) for line in self.lines]) if self.lines \
             else np.zeros((0, self.num_words), dtype=np.uint64)
+        self.line_lengths = np.array([len(line) for line in self.lines], dtype=np.float64)
+        self.neighbours = np.full((self.num_cells, 3), -1, dtype=np.int32)
+        for r in range(self.rows):
+            for c in range(self.cols):
+                sides = ((r, c - 1), (r, c + 1), (r + 1, c) if is_up(r, c) else (r - 1, c))
+                for j, (nr, nc) in enumerate(sides):
+                    if self.on_board(nr, nc):
+                        self.neighbours[r * self.cols + c, j] = nr * self.cols + nc
 
     def on_board(self, r: int, c: int) -> bool:
         return 0 <= r < self.rows and 0 <= c < self.cols and bool(self.playable[r, c])
