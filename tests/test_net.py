@@ -290,6 +290,19 @@ def test_checkpoint_of_an_unknown_game_raises_trierror_without_a_game(saved, tmp
         load_checkpoint(path)
 
 
+def test_checkpoint_of_an_earlier_input_encoding(game, saved, tmp_path):
+    """A checkpoint whose first layer reads fewer planes than this tri encodes (one saved before
+    the triangle input gained its line and hole planes) names the mismatch."""
+    path = tmp_path / "old.pt"
+    payload = torch.load(saved[1], weights_only=True)
+    payload["model"]["stem.0.weight"] = payload["model"]["stem.0.weight"][:, :32].clone()
+    torch.save(payload, path)
+    with pytest.raises(TriError, match=f"made for 32 input planes, but this tri encodes triangle as "
+                                       f"{game.obs_shape[0]}") as info:
+        load_checkpoint(path, game)
+    assert "\n" not in str(info.value)
+
+
 SIX_ROWS = TriangleConfig(rows=6, playable=[(2, 13), (1, 14), (0, 15), (0, 15), (1, 14), (2, 13)])
 
 

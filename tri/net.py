@@ -232,6 +232,10 @@ def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.de
             reason = str(exc).splitlines()[0]
             raise TriError(f"checkpoint {path}: cannot build its game ({reason[:160]})") from None
     model = PolicyValueNet(ckpt_game.obs_shape, ckpt_game.num_actions, ckpt_game.num_players, net_params)
+    stem = payload["model"].get("stem.0.weight") if isinstance(payload.get("model"), dict) else None
+    if isinstance(stem, torch.Tensor) and stem.dim() == 4 and stem.shape[1] != ckpt_game.obs_shape[0]:
+        raise TriError(f"checkpoint {path}: made for {stem.shape[1]} input planes, but this tri encodes "
+                       f"{name} as {ckpt_game.obs_shape[0]} (a checkpoint of an earlier tri version)")
     try:
         model.load_state_dict(payload["model"])
     except (RuntimeError, KeyError, TypeError) as exc:
