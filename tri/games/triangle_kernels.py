@@ -304,9 +304,9 @@ def encode_batch(states, tab, out):
     playable, anchors, offsets, sizes, images, const = tab[0], tab[1], tab[2], tab[3], tab[8], tab[10]
     cell_lines, line_words, kinds, lengths, neighbours = tab[5], tab[6], tab[12], tab[13], tab[14]
     W, n, cols = playable.shape[0], tab[4].shape[1], out.shape[3]
-    extra = 3 + 2 * (states.shape[1] - W - 2) + kinds.shape[0]
-    fill = np.zeros(line_words.shape[0])
     S = states.shape[1] - W - 2
+    line_planes = 3 + 2 * S + kinds.shape[0]  # then the holes plane
+    fill = np.zeros(line_words.shape[0])
     for b in range(states.shape[0]):
         out[b, 1:3] = const
         for i in range(W):
@@ -348,7 +348,7 @@ def encode_batch(states, tab, out):
                 continue
             for d in range(3):
                 if cell_lines[cell, d] >= 0:
-                    out[b, extra + d, r, c] = fill[cell_lines[cell, d]]
+                    out[b, line_planes + d, r, c] = fill[cell_lines[cell, d]]
             if out[b, 0, r, c] == 0.0:
                 hole = True
                 for j in range(3):
@@ -356,7 +356,7 @@ def encode_batch(states, tab, out):
                     if m >= 0 and out[b, 0, m // cols, m % cols] == 0.0:
                         hole = False
                 if hole:
-                    out[b, extra + 3, r, c] = 1.0
+                    out[b, line_planes + 3, r, c] = 1.0
 
 
 @nb.njit(cache=True, nogil=True)
