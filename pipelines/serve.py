@@ -27,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -219,17 +219,21 @@ def stop(proc: subprocess.Popen, grace: float = STOP_GRACE) -> None:
 
 
 @contextmanager
-def running(services: list[Service], cwd: Path,
-            timeout: float = STARTUP_TIMEOUT) -> Iterator[list[subprocess.Popen]]:
+def running(services: list[Service], cwd: Path, timeout: float = STARTUP_TIMEOUT,
+            launching: Callable[[], AbstractContextManager] = nullcontext,
+            ) -> Iterator[list[subprocess.Popen]]:
     """Start ``services`` at once, wait until all answer, yield their processes, and on exit
-    (or a failed start) stop them in the order given."""
+    (or a failed start) stop them in the order given. ``launching()`` is entered around the
+    launches: :meth:`Stopper.launching` holds signals back there, because an interrupt inside
+    ``Popen``, after the fork but before it returns, would leave a server nobody stops."""
     with ExitStack() as stack:
         started = []
-        for service in services:
-            started.append((service, start(service, cwd)))
-        # ExitStack unwinds last in, first out, and the first service must stop first.
-        for _, proc in reversed(started):
-            stack.callback(stop, proc)
+        with launching():
+            for service in services:
+                started.append((service, start(service, cwd)))
+            # ExitStack unwinds last in, first out, and the first service must stop first.
+            for _, proc in reversed(started):
+                stack.callback(stop, proc)
         wait_ready(started, timeout)
         yield [proc for _, proc in started]
 
@@ -295,12 +299,28 @@ class Stopper:
         self.runner = None
         self.loop = None
         self.task = None
+        self.held: tuple | None = None  # a signal that came while servers were being launched
+        self.holding = False
+
+    @contextmanager
+    def launching(self) -> Iterator[None]:
+        """A signal inside is acted on when the block ends, not in the middle of it."""
+        self.holding = True
+        try:
+            yield
+        finally:
+            self.holding = False
+        if self.held is not None:
+            self(*self.held)
 
     def serving(self, runner, loop) -> None:
         """From now on a signal stops ``runner``, running on ``loop``."""
         self.runner, self.loop = runner, loop
 
     def __call__(self, signum, frame) -> None:
+        if self.holding:
+            self.held = (signum, frame)
+            return
         ignore_interrupts()
         stop_flow_runs()
         if self.loop is None:
@@ -437,7 +457,7 @@ def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = ML
     stopper = Stopper()
     with handling_interrupts(stopper):
         try:
-            with running(services, root, timeout), prefect_api(f"{services[0].address}/api"):
+            with running(services, root, timeout, stopper.launching), prefect_api(f"{services[0].address}/api"):
                 runner = make_runner(root, params_file, schedule, loop_stop, on_sigterm=stopper)
                 _announce(echo, root, services, store.tracking_uri, schedule, loop_stop)
                 try:

@@ -284,6 +284,31 @@ def test_a_server_that_exits_while_starting_is_named_with_its_log_and_the_others
     assert children_pids() == before  # the silent one was stopped too
 
 
+def test_a_signal_while_the_servers_launch_stops_every_one_of_them(tmp_path, monkeypatch):
+    """A SIGTERM that lands inside ``Popen`` (the server forked, ``Popen`` not yet returned) is held
+    until every launched server is tracked, then stops them all (it once left both running)."""
+    before = children_pids()
+    stopper = serving.Stopper()
+    monkeypatch.setattr(serving, "ignore_interrupts", lambda: None)  # keep pytest's own handlers
+    monkeypatch.setattr(serving, "stop_flow_runs", lambda *args, **kwargs: None)  # none here
+    real_start, launched = serving.start, []
+
+    def start_then_signal(service, cwd):
+        proc = real_start(service, cwd)
+        launched.append(proc)
+        if len(launched) == 2:
+            stopper(signal.SIGTERM, None)  # as if delivered before Popen returned
+        return proc
+
+    monkeypatch.setattr(serving, "start", start_then_signal)
+    services = [fake_service(tmp_path, name, "import time; time.sleep(60)") for name in ("one", "two")]
+    with pytest.raises(KeyboardInterrupt):
+        with serving.running(services, tmp_path, timeout=30, launching=stopper.launching):
+            pytest.fail("running() must not yield")
+    assert len(launched) == 2 and all(proc.poll() is not None for proc in launched)
+    assert children_pids() == before
+
+
 def test_a_server_that_does_not_answer_in_time_is_named_with_its_log(tmp_path):
     before = children_pids()
     silent = fake_service(tmp_path, "silent", "import time; time.sleep(60)")
