@@ -32,7 +32,8 @@ SMALL_BOARD = TriangleConfig(rows=5, cols=9, playable=[(1, 8), (0, 9), (0, 9), (
 PARAMS = Params(game=GameParams(triangle=SMALL_BOARD),
                 net=NetParams(channels=8, blocks=1, value_hidden=16),
                 mcts=MctsParams(simulations=4, discount=0.9),
-                selfplay=SelfplayParams(games=6, shards=2, concurrent=2, max_moves=6, temperature_moves=4))
+                selfplay=SelfplayParams(games=6, shards=2, concurrent=2, max_moves=6, temperature_moves=4,
+                                         td_steps=3))
 GENERATION = 2
 ONE = Runtime(workers=1, device="cpu")
 
@@ -144,13 +145,21 @@ def test_positions_contents(setup):
         assert bool(game.terminal(s)[0]) == g["terminal"]
         assert g["terminal"] or n == PARAMS.selfplay.max_moves
         terminal_kinds.add(g["terminal"])
-        # Value targets: discounted returns; a cut game's last target is its search value.
+        # Value targets: 3-step returns bootstrapped from the search value 3 moves later; past the
+        # end nothing (an ended game) or the last position's search value (a cut game, whose own
+        # target is that value).
+        v = rows["root_value"].to_numpy().astype(np.float64)
+        n_step = PARAMS.selfplay.td_steps
         z = np.zeros(n)
-        future = 0.0 if g["terminal"] else float(rows["root_value"][n - 1])
-        for t in range(n - 1, -1, -1):
-            if not (t == n - 1 and not g["terminal"]):
-                future = r[t] + discount * future
-            z[t] = future
+        for t in range(n):
+            if not g["terminal"] and t == n - 1:
+                z[t] = v[t]
+                continue
+            last = n if g["terminal"] else n - 1  # rewards that count: r[t:last]
+            k = min(n_step, last - t)
+            z[t] = sum(discount**i * r[t + i] for i in range(k))
+            if t + k < last or not g["terminal"]:
+                z[t] += discount**k * v[t + k]
         np.testing.assert_allclose(rows["value_target"].to_numpy(), z, rtol=1e-5, atol=1e-6)
     assert terminal_kinds == {True, False}, "the setup should produce both ended and cut games"
 
@@ -249,3 +258,18 @@ def test_run_twice_in_one_process(setup, tmp_path):
         run(PARAMS, setup["model"], tmp_path / folder, runtime=ONE, progress=False)
     assert torch.get_num_threads() == threads
     assert file_bytes(tmp_path / "first") == file_bytes(tmp_path / "second")
+
+
+def test_n_step_value_targets_by_hand():
+    from tri.episodes import value_targets
+
+    r = np.array([1.0, 2.0, 4.0, 8.0])
+    v = np.array([10.0, 20.0, 30.0, 40.0])
+    # Ended game, 2 steps, discount 0.5: z_t = r_t + 0.5 r_{t+1} + 0.25 v_{t+2}, nothing past the end.
+    np.testing.assert_allclose(value_targets(r, v, True, 0.5, False, 2),
+                               [1 + 1 + 0.25 * 30, 2 + 2 + 0.25 * 40, 4 + 4, 8])
+    # Cut game: the last position is its own search value, and the others bootstrap from it.
+    np.testing.assert_allclose(value_targets(r, v, False, 0.5, False, 2),
+                               [1 + 1 + 0.25 * 30, 2 + 2 + 0.25 * 40, 4 + 0.5 * 40, 40])
+    # td_steps 0 is the full discounted return.
+    np.testing.assert_allclose(value_targets(r, v, True, 0.5, False, 0), [1 + 1 + 1 + 1, 2 + 2 + 2, 4 + 4, 8])

@@ -77,6 +77,8 @@ class SelfplayParams(BaseModel):
     temperature: float = Field(1.0, ge=0)
     temperature_moves: int = Field(0, ge=0, description="moves sampled at `temperature`; then the most visited")
     noise: bool = Field(False, description="root exploration noise (Dirichlet, or Gumbel's sampling)")
+    td_steps: int = Field(10, ge=0, description="single-player value targets: n-step returns bootstrapped "
+                                                "from the search value n moves later (0: full returns)")
     seed: int = 0
 
 

@@ -104,7 +104,7 @@ def play_shard(task: ShardTask, report=None) -> ShardResult:
 
     episodes = run_episodes(game, [agent], np.array(task.seeds), concurrent=sp.concurrent,
                             max_moves=sp.max_moves, record=True, discount=params.mcts.discount,
-                            on_game=on_game)
+                            td_steps=sp.td_steps, on_game=on_game)
     for g in episodes.games:
         g.index += task.first_game
     episodes.positions.game += task.first_game
