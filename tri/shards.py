@@ -11,8 +11,9 @@ state          fixed_size_list<uint64>[L]  the packed state; ``game.encode`` re-
                                            network input and ``game.legal`` the mask
 legal          fixed_size_list<bool>[A]    legal actions
 policy         fixed_size_list<float>[A]   search policy target (root visit distribution)
-value_target   float                       discounted return (single-player) or outcome
-                                           (two-player) from the side to move
+value_target   float                       n-step return bootstrapped from the search
+                                           value (single-player, ``selfplay.td_steps``) or
+                                           outcome (two-player) from the side to move
 root_value     float                       the search's value estimate of the position
 action         int32                       the action played
 reward         float                       its reward
