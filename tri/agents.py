@@ -18,7 +18,7 @@ from tri.search import Evaluator, MctsParams, search
 
 @dataclass(frozen=True)
 class Decision:
-    """actions [B] int64; policy [B, A] float32 or None (search visit distribution);
+    """actions [B] int64; policy [B, A] float32 or None (the search's policy target);
     value [B] float32 or None (root value estimate, side to move)."""
 
     actions: np.ndarray

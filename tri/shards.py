@@ -10,7 +10,8 @@ move           int32                       moves played before this position
 state          fixed_size_list<uint64>[L]  the packed state; ``game.encode`` re-creates the
                                            network input and ``game.legal`` the mask
 legal          fixed_size_list<bool>[A]    legal actions
-policy         fixed_size_list<float>[A]   search policy target (root visit distribution)
+policy         fixed_size_list<float>[A]   search policy target (root visit distribution,
+                                           or Gumbel's improved policy with ``mcts.gumbel``)
 value_target   float                       n-step return bootstrapped from the search
                                            value (single-player, ``selfplay.td_steps``) or
                                            outcome (two-player) from the side to move

@@ -3,7 +3,8 @@
 :func:`run` reads the positions of the given self-play folders (the newest last) with polars,
 draws minibatches uniformly from the whole window, and trains
 
-- the policy by cross-entropy to the search's visit distribution (illegal actions masked), and
+- the policy by cross-entropy to the search's policy target (the root visit distribution, or
+  Gumbel's improved policy; illegal actions masked), and
 - the value by cross-entropy to the two-hot encoded value target (single-player) or by squared
   error to the outcome (two-player),
 
