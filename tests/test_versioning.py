@@ -50,7 +50,32 @@ def test_plan_file_round_trip(tmp_path):
     versioning.write_plan(tmp_path, plan)
     assert versioning.read_plan(tmp_path) == plan
     text = layout.plan_path(tmp_path).read_text()
-    assert "gen: '0007'" in text and "generation: 7" in text  # what dvc.yaml interpolates
+    assert 'gen: "0007"' in text and "generation: 7" in text  # what dvc.yaml interpolates
+
+
+def test_dvc_reads_every_plan_as_written(tmp_path):
+    """Generations 0..10,000 through the file tri writes and the loader DVC uses for ``vars``
+    (YAML 1.2, where a bare ``0008`` is the integer 8): ``gen`` stays the zero-padded string."""
+    from dvc.fs import LocalFileSystem
+    from dvc.parsing.context import Context
+
+    fs, path = LocalFileSystem(), str(layout.plan_path(tmp_path))
+    for g in range(10_001):
+        plan = versioning.Plan(g, f"models/candidates/gen-{max(g - 1, 0):04d}.pt", "models/gen-0000.pt")
+        versioning.write_plan(tmp_path, plan)
+        context = Context.load_from(fs, path)
+        assert (context.select("gen").value, context.select("generation").value) == (f"{g:04d}", g), g
+        assert versioning.read_plan(tmp_path) == plan
+
+
+def test_a_damaged_plan_is_a_one_line_error(tmp_path):
+    path = layout.plan_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    for text in ("gen: 0008\ngeneration: 8\nplayer: a\nstart: b\n", "[1, 2\n", "generation: x\n"):
+        path.write_text(text)
+        with pytest.raises(TriError, match="not a plan tri wrote") as info:
+            versioning.read_plan(tmp_path)
+        assert "\n" not in str(info.value)
 
 
 _HOLDER = """

@@ -27,8 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from tri import atomic, layout
 from tri.config import Params
 from tri.errors import TriError
@@ -83,18 +81,39 @@ def make_plan(params: Params, root: Path, generation: int) -> Plan:
     return Plan(generation, _rel(player), _rel(start))
 
 
+def plan_text(plan: Plan) -> str:
+    """The plan file's text. Every string is double-quoted (JSON), which YAML 1.1 (PyYAML) and
+    1.2 (DVC's ruamel loader) both read as a string: a bare ``gen: 0008`` is the integer 8 to
+    DVC, and ``${gen}`` would then name ``gen-8``."""
+    lines = ["# The generation dvc.yaml describes; written by tri between generations (do not edit)."]
+    lines += [f"{k}: {json.dumps(v)}" for k, v in plan.to_vars().items()]
+    return "\n".join(lines) + "\n"
+
+
+def parse_plan(text: str, source: str = "models/generation.yaml") -> Plan:
+    """A plan read as DVC reads it (its own YAML loader), checked to be one tri wrote."""
+    from dvc.utils.serialize import parse_yaml
+
+    try:
+        data = parse_yaml(text, source)
+        plan = Plan(int(data["generation"]), str(data["player"]), str(data["start"]))
+        if data["gen"] != plan.gen:
+            raise ValueError(f"gen {data['gen']!r} is not {plan.gen!r}")
+    except Exception as exc:  # a damaged or hand-edited file
+        raise TriError(f"{source}: not a plan tri wrote ({type(exc).__name__}: {exc}); delete it and "
+                       "run again (tri writes it before each generation)") from None
+    return plan
+
+
 def read_plan(root: Path) -> Plan | None:
     path = layout.plan_path(root)
     if not path.exists():
         return None
-    data = yaml.safe_load(path.read_text()) or {}
-    return Plan(int(data["generation"]), str(data["player"]), str(data["start"]))
+    return parse_plan(path.read_text(), str(path))
 
 
 def write_plan(root: Path, plan: Plan) -> None:
-    text = ("# The generation dvc.yaml describes; written by tri between generations (do not edit).\n"
-            + yaml.safe_dump(plan.to_vars(), sort_keys=False))
-    atomic.write_text(layout.plan_path(root), text)
+    atomic.write_text(layout.plan_path(root), plan_text(plan))
 
 
 # --- the project lock ---------------------------------------------------------------------------
