@@ -27,11 +27,18 @@ def mlflow_dir(root: Path) -> Path:
     return Path(root).resolve() / ".mlflow"
 
 
+def dvc_site_cache(root: Path) -> Path:
+    """DVC's per-repository state (file hashes, its index), which it keeps under ``/var/tmp/dvc``
+    unless told otherwise; ``.dvc/tmp`` is DVC's own scratch folder, ignored by git."""
+    return Path(root).resolve() / ".dvc" / "tmp" / "site-cache"
+
+
 def configure(root: Path) -> dict[str, str]:
-    """Point Prefect's home (its SQLite database, logs, local results) at ``<root>/.prefect``,
-    give its temporary server time to start on slow machines, and switch telemetry off.
-    Returns what it set."""
+    """Point Prefect's home (its SQLite database, logs, local results) at ``<root>/.prefect`` and
+    DVC's site cache at :func:`dvc_site_cache`, give Prefect's server time to start on slow
+    machines, and switch telemetry off. Returns what it set."""
     wanted = {"PREFECT_HOME": str(prefect_home(root)),
+              "DVC_SITE_CACHE_DIR": str(dvc_site_cache(root)),
               # matplotlib (learning curves, rendered games) would cache fonts in the home folder
               "MPLCONFIGDIR": str(mlflow_dir(root) / "matplotlib"),
               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
