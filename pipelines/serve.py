@@ -19,42 +19,20 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from pipelines.processes import HOST, STARTUP_TIMEOUT, Service, check_port, running, stop_workers
 from tri import stores
 from tri.errors import TriError
 
-HOST = "127.0.0.1"
 PREFECT_PORT = 4200
 MLFLOW_PORT = 5000
-STARTUP_TIMEOUT = 180.0  # seconds; both servers start at once, ~15-40 s on a busy 2-core machine
-STOP_GRACE = 20.0  # seconds a process gets to exit after SIGTERM before SIGKILL
-
-
-@dataclass(frozen=True)
-class Service:
-    """A server to run as a child process: ``health`` answers 200 once it is ready; ``address``
-    is what a person opens; ``option`` is the command-line option that sets its port."""
-
-    name: str
-    command: list[str]
-    port: int
-    health: str
-    address: str
-    log: Path
-    option: str
-    env: dict[str, str] = field(default_factory=dict)  # on top of this process's environment
 
 
 @dataclass(frozen=True)
@@ -138,145 +116,7 @@ def mlflow_service(root: Path, port: int, tracking_uri: str, artifact_location: 
                    {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
 
 
-def check_port(service: Service) -> None:
-    """Raise :class:`TriError` if something on this machine already listens on the service's port.
-
-    SO_REUSEADDR as the servers set it: a port left in TIME_WAIT by a previous run is free, a
-    listening one is not."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, service.port))
-        except OSError:
-            raise TriError(f"port {service.port} is in use, so the {service.name} cannot start there; "
-                           f"stop what uses it or choose another with {service.option}") from None
-
-
-def start(service: Service, cwd: Path) -> subprocess.Popen:
-    """Start ``service`` with its output in its log file, in a session of its own: Ctrl-C in the
-    terminal reaches only this process, which then stops the servers in order."""
-    service.log.parent.mkdir(parents=True, exist_ok=True)
-    with open(service.log, "ab") as log:
-        return subprocess.Popen(service.command, cwd=cwd, env={**os.environ, **service.env},
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-
-
-def answers(url: str) -> bool:
-    """Whether ``url`` answers 200 now (no proxy: the servers are on this machine)."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def wait_ready(started: list[tuple[Service, subprocess.Popen]], timeout: float = STARTUP_TIMEOUT) -> None:
-    """Return once every service answers its health URL; raise :class:`TriError` naming the first
-    that exits or is still silent after ``timeout`` seconds, and its log."""
-    waiting = list(started)
-    deadline = time.monotonic() + timeout
-    while waiting:
-        for item in list(waiting):
-            service, proc = item
-            if proc.poll() is not None:
-                raise TriError(f"the {service.name} exited while starting (exit code {proc.returncode}); "
-                               f"see {service.log}")
-            if answers(service.health):
-                waiting.remove(item)
-        if waiting and time.monotonic() > deadline:
-            service = waiting[0][0]
-            raise TriError(f"the {service.name} did not answer on {service.address} within {timeout:g} s; "
-                           f"see {service.log}")
-        if waiting:
-            time.sleep(0.5)
-
-
-def stop(proc: subprocess.Popen, grace: float = STOP_GRACE) -> None:
-    """Stop a process started by :func:`start` and everything it started (its process group):
-    SIGTERM, then SIGKILL for what is left after ``grace`` seconds."""
-    pgid = proc.pid  # start_new_session: the child leads its own group
-
-    def signal_group(sig: int) -> bool:
-        try:
-            os.killpg(pgid, sig)
-            return True
-        except ProcessLookupError:  # the group is empty: all gone
-            return False
-
-    if signal_group(signal.SIGTERM):
-        deadline = time.monotonic() + grace
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        # The leader may exit before its workers (uvicorn's): wait for the whole group.
-        while signal_group(0) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        signal_group(signal.SIGKILL)
-    proc.wait()
-
-
-@contextmanager
-def running(services: list[Service], cwd: Path, timeout: float = STARTUP_TIMEOUT,
-            launching: Callable[[], AbstractContextManager] = nullcontext,
-            ) -> Iterator[list[subprocess.Popen]]:
-    """Start ``services`` at once, wait until all answer, yield their processes, and on exit
-    (or a failed start) stop them in the order given. ``launching()`` is entered around the
-    launches: :meth:`Stopper.launching` holds signals back there, because an interrupt inside
-    ``Popen``, after the fork but before it returns, would leave a server nobody stops."""
-    with ExitStack() as stack:
-        started = []
-        with launching():
-            for service in services:
-                started.append((service, start(service, cwd)))
-            # ExitStack unwinds last in, first out, and the first service must stop first.
-            for _, proc in reversed(started):
-                stack.callback(stop, proc)
-        wait_ready(started, timeout)
-        yield [proc for _, proc in started]
-
-
 # ---- flow-run processes and signals ---------------------------------------------------------
-
-
-def flow_run_processes() -> list:
-    """This process's descendants in its own process group: flow runs in flight and the
-    workers they started (the servers run in sessions of their own). Not multiprocessing's
-    resource trackers: they ignore SIGTERM and exit by themselves once their parent is gone."""
-    import psutil  # a dependency of dvc (and so of tri)
-
-    group = os.getpgrp()
-    found = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if os.getpgid(p.pid) == group and "multiprocessing.resource_tracker" not in " ".join(p.cmdline()):
-                found.append(p)
-        except (ProcessLookupError, psutil.Error):
-            pass  # ended meanwhile
-    return found
-
-
-def stop_flow_runs(grace: float = STOP_GRACE) -> None:
-    """Stop the flow runs in flight and their workers, all at once: SIGTERM (a run then reports
-    itself crashed to the server, still up), SIGKILL for what is left after ``grace`` seconds.
-    Taking the whole tree first matters: workers of a process pool outlive a killed parent."""
-    import psutil
-
-    procs = flow_run_processes()
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(alive, timeout=5)
 
 
 def ignore_interrupts() -> None:
@@ -322,7 +162,7 @@ class Stopper:
             self.held = (signum, frame)
             return
         ignore_interrupts()
-        stop_flow_runs()
+        stop_workers()
         if self.loop is None:
             raise KeyboardInterrupt
         # Raising inside the event loop would tear the runner's tasks down mid-flight (and log
@@ -465,7 +305,7 @@ def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = ML
                 finally:
                     ignore_interrupts()
                     echo("stopping: flow runs, the serve loop, the Prefect server, then MLflow ...")
-                    stop_flow_runs()  # any left (none after a signal: the handler stopped them)
+                    stop_workers()  # any left (none after a signal: the handler stopped them)
         except KeyboardInterrupt:
             pass  # interrupted while starting: running() has stopped what started
     echo("stopped")

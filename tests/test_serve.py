@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pipelines import processes
 from pipelines import serve as serving  # imports no prefect: safe before any PREFECT_HOME is set
 from tri import layout
 from tri.errors import TriError
@@ -259,10 +260,10 @@ def test_taken_port_is_a_one_line_error(tmp_path):
     assert_clean_error(proc, 1, f"port {port} is in use", "--prefect-port")
 
 
-def fake_service(tmp_path: Path, name: str, code: str) -> serving.Service:
+def fake_service(tmp_path: Path, name: str, code: str) -> processes.Service:
     """A "server" running ``code`` that never answers its health URL (a free port)."""
     port = free_port()
-    return serving.Service(name, [sys.executable, "-c", code], port, f"http://127.0.0.1:{port}/health",
+    return processes.Service(name, [sys.executable, "-c", code], port, f"http://127.0.0.1:{port}/health",
                            f"http://127.0.0.1:{port}", tmp_path / "logs" / f"{name}.log", "--port")
 
 
@@ -276,7 +277,7 @@ def test_a_server_that_exits_while_starting_is_named_with_its_log_and_the_others
     silent = fake_service(tmp_path, "silent", "import time; time.sleep(60)")
     broken = fake_service(tmp_path, "broken", "import sys; print('no database'); sys.exit(3)")
     with pytest.raises(TriError) as info:
-        with serving.running([silent, broken], tmp_path, timeout=30):
+        with processes.running([silent, broken], tmp_path, timeout=30):
             pytest.fail("running() must not yield")
     message = str(info.value)
     assert "\n" not in message and "broken exited while starting (exit code 3)" in message
@@ -290,20 +291,20 @@ def test_a_signal_while_the_servers_launch_stops_every_one_of_them(tmp_path, mon
     before = children_pids()
     stopper = serving.Stopper()
     monkeypatch.setattr(serving, "ignore_interrupts", lambda: None)  # keep pytest's own handlers
-    monkeypatch.setattr(serving, "stop_flow_runs", lambda *args, **kwargs: None)  # none here
-    real_start, launched = serving.start, []
+    monkeypatch.setattr(serving, "stop_workers", lambda *args, **kwargs: None)  # none here
+    real_start, launched = processes.start, []
 
-    def start_then_signal(service, cwd):
-        proc = real_start(service, cwd)
+    def start_then_signal(service, cwd, **kwargs):
+        proc = real_start(service, cwd, **kwargs)
         launched.append(proc)
         if len(launched) == 2:
             stopper(signal.SIGTERM, None)  # as if delivered before Popen returned
         return proc
 
-    monkeypatch.setattr(serving, "start", start_then_signal)
+    monkeypatch.setattr(processes, "start", start_then_signal)
     services = [fake_service(tmp_path, name, "import time; time.sleep(60)") for name in ("one", "two")]
     with pytest.raises(KeyboardInterrupt):
-        with serving.running(services, tmp_path, timeout=30, launching=stopper.launching):
+        with processes.running(services, tmp_path, timeout=30, launching=stopper.launching):
             pytest.fail("running() must not yield")
     assert len(launched) == 2 and all(proc.poll() is not None for proc in launched)
     assert children_pids() == before
@@ -315,7 +316,7 @@ def test_a_server_that_does_not_answer_in_time_is_named_with_its_log(tmp_path):
     start = time.monotonic()
     with pytest.raises(TriError, match=re.escape(f"silent did not answer on {silent.address} within 2 s; "
                                                  f"see {silent.log}")):
-        with serving.running([silent], tmp_path, timeout=2):
+        with processes.running([silent], tmp_path, timeout=2):
             pass
     assert time.monotonic() - start < 15
     assert children_pids() == before
