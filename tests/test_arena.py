@@ -356,3 +356,35 @@ def test_each_generation_gets_fresh_arena_seeds():
     one, two = arena_seeds(1, 50, 1), arena_seeds(1, 50, 2)
     assert set(one.tolist()).isdisjoint(two.tolist())
     np.testing.assert_array_equal(arena_seeds(1, 50), arena_seeds(1, 50, 0))
+
+
+# ---- what fits in memory ------------------------------------------------------------------------
+
+
+def test_run_refuses_a_search_that_does_not_fit_before_loading_either_player(tmp_path, monkeypatch):
+    import tri.resources
+
+    monkeypatch.setattr(tri.resources, "machine_memory", lambda: 2**30)
+    missing = tmp_path / "missing.pt"
+    with pytest.raises(TriError, match=rf"^player 'mcts:{missing}:10000000': 10000000 simulations for 6 games "
+                                       r"at once need about .*; lower N in mcts:PATH:N or arena.concurrent$"):
+        arena.run(PARAMS, "greedy", f"mcts:{missing}:10000000", runtime=ONE)
+    deep = PARAMS.model_copy(update={"arena": PARAMS.arena.model_copy(update={"simulations": 10_000_000})})
+    with pytest.raises(TriError, match=r"^arena.simulations: 10000000 simulations for 4 games at once .*; lower "
+                                       r"arena.simulations or arena.concurrent$"):
+        arena.run(deep, "greedy", str(missing), games=4, runtime=ONE)  # --games 4: 4 at once
+
+
+@pytest.mark.parametrize("player, setting, needle", [
+    ("mcts:{model}:2000000000", None, "player 'mcts:"),
+    ("{model}", 2_000_000_000, "arena.simulations: 2000000000 simulations for 6 games at once need about "),
+    ("mcts:{model}:3000000000", None, ":3000000000': at most 2147483646 simulations"),
+], ids=["spec", "params", "int32"])
+def test_cli_arena_refuses_a_search_that_does_not_fit(tmp_path, player, setting, needle):
+    model = tmp_path / "m.pt"
+    save_model(model)
+    params = PARAMS if setting is None else with_section(PARAMS, "arena", simulations=setting)
+    proc = tri_cli("arena", player.format(model=model), "random", "--params",
+                   write_params(tmp_path / "params.yaml", params), cwd=tmp_path)
+    assert_clean_error(proc, 1, needle)
+    assert len(proc.stderr.splitlines()) == 1

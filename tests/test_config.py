@@ -17,6 +17,9 @@ from tri.config import Params, Runtime, dump_params, load_params
 from tri.errors import ParamsError, TriError
 from tri.games import make_game
 from tri.games.triangle_rules import DEFAULT_TEMPLATES, TriangleConfig
+from tri.resources import check_params, format_bytes, machine_memory
+
+from tests.pipeline_fixtures import assert_clean_error, tri_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,8 +58,21 @@ def test_default_path_and_embedded_defaults(tmp_path, monkeypatch):
     assert load_params().game.triangle.num_slots == 2  # ./params.yaml when present
 
 
-def test_empty_file_means_defaults(tmp_path):
-    assert load_params(write(tmp_path, "")) == Params()
+EMPTY = "is empty; write the sections to change (see tri params) or delete it to use the embedded defaults"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n# and another\n", "{}\n"],
+                         ids=["empty", "blank", "comments", "empty-mapping"])
+def test_empty_file_is_refused(tmp_path, text):
+    assert problems(write(tmp_path, text)) == [EMPTY]
+
+
+def test_cli_empty_params_file(tmp_path):
+    write(tmp_path, "# nothing yet\n", "params.yaml")
+    for args in (["params"], ["params", "--params", "params.yaml"]):  # found in the folder, or named
+        proc = tri_cli(*args, cwd=tmp_path)
+        assert_clean_error(proc, 2)
+        assert proc.stderr.splitlines() == [f"error: params.yaml: {EMPTY}"]
 
 
 def test_dump_round_trips(tmp_path):
@@ -88,6 +104,60 @@ def test_several_problems_one_line_each(tmp_path):
     assert "game.triangle.cols: must be <= 32" in lines
     assert "game.triangle.num_slots: must be an integer" in lines
     assert len(lines) == 3
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("mcts: {simulations: 2147483647}", "mcts.simulations: must be <= 2147483646"),
+    ("arena: {simulations: 10000000000}", "arena.simulations: must be <= 2147483646"),
+    ("selfplay: {max_moves: 2147483648}", "selfplay.max_moves: must be <= 2147483647"),
+    ("mcts: {leaves_per_step: 65537}", "mcts.leaves_per_step: must be <= 65536"),
+    ("train: {threads: 1025}", "train.threads: must be <= 1024"),
+    ("selfplay: {seed: -1}", "selfplay.seed: must be >= 0"),
+    ("net: {seed: 9223372036854775808}", "net.seed: must be <= 9223372036854775807"),
+])
+def test_hard_upper_bounds(tmp_path, text, problem):
+    assert problems(write(tmp_path, text + "\n")) == [problem]
+
+
+def test_the_bounds_themselves_are_accepted(tmp_path):
+    text = ("mcts: {simulations: 2147483646, leaves_per_step: 65536}\nselfplay: {max_moves: 2147483647, "
+            "seed: 9223372036854775807}\ntrain: {threads: 1024}\n")
+    params = load_params(write(tmp_path, text))
+    assert params.mcts.simulations == 2**31 - 2 and params.selfplay.max_moves == 2**31 - 1
+
+
+# ---- what fits in memory (tri.resources) ---------------------------------------------------------
+
+
+def test_format_bytes():
+    assert [format_bytes(n) for n in (512, 2048, 56_050_000_000, 2**50 * 3)] == \
+        ["512 bytes", "2.0 KiB", "52.2 GiB", "3.0 PiB"]
+
+
+def test_machine_memory_is_the_physical_memory():
+    total = machine_memory()
+    assert total is None or total == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") > 2**28
+
+
+def test_check_params_passes_the_defaults_and_refuses_what_does_not_fit(monkeypatch):
+    import tri.resources
+
+    check_params(Params())  # the shipped settings fit (they need about 0.2 GiB)
+    monkeypatch.setattr(tri.resources, "machine_memory", lambda: 2**30)
+    check_params(Params())
+    with pytest.raises(TriError) as info:
+        check_params(Params(mcts={"simulations": 1_000_000}))
+    assert str(info.value) == ("mcts.simulations: 1000000 simulations for 32 games at once need about 88.2 GiB "
+                               "for the search trees, more than this machine's 1.0 GiB of memory; lower "
+                               "mcts.simulations or selfplay.concurrent")
+    with pytest.raises(TriError, match=r"^mcts.simulations: .* in each of 2 workers .*, or TRI_WORKERS$"):
+        check_params(Params(mcts={"simulations": 30_000}), workers=2)
+    with pytest.raises(TriError, match=r"^selfplay.games: 1000000 games in 2 shards keep up to 250,000,000 "
+                                       r"positions .* use more selfplay.shards or fewer selfplay.games"):
+        check_params(Params(selfplay={"games": 1_000_000}))
+    with pytest.raises(TriError, match=r"^arena.simulations: 1000000 simulations for 32 games at once .*; "
+                                       r"lower arena.simulations or arena.concurrent$"):
+        check_params(Params(arena={"simulations": 1_000_000}))
 
 
 def test_unknown_setting(tmp_path):

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -248,6 +249,40 @@ def test_damaged_checkpoint_raises_one_line_error(game, saved, tmp_path, kind):
     with pytest.raises(TriError):
         load_checkpoint(path)  # without a game too
     assert not marker.exists()
+
+
+ADVICE = ("trust", "weights_only` set to `False`", "Re-running", "file an issue", "http", "\x1b")
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+@pytest.mark.parametrize("kind, reason", [
+    ("torch_pickle", (r": it holds Python objects \((builtins|io)\.open\) that tri will not unpickle \(it "
+                      r"loads checkpoints with weights_only=True\)")),
+    ("plain_pickle", r" \(torch's weights-only loader cannot read it: Unsupported operand \d+\)"),
+    ("random", r" \(torch's weights-only loader cannot read it: Unsupported operand \d+\)"),
+    ("truncated", r" \(PytorchStreamReader failed reading zip archive: [^.]*\)"),
+    ("empty", r" \(the file is empty\)"),
+])
+def test_unreadable_checkpoint_says_why_without_torchs_advice(game, saved, tmp_path, kind, reason):
+    path = tmp_path / f"{kind}.pt"
+    _corrupt(kind, path, saved[1].read_bytes(), tmp_path / "pickle-ran")
+    with pytest.raises(TriError) as info:
+        load_checkpoint(path, game)
+    message = str(info.value)
+    assert re.fullmatch(re.escape(f"checkpoint {path}: not a readable tri checkpoint") + reason, message), message
+    assert not any(advice in message for advice in ADVICE), message
+
+
+def test_shortened_reasons_end_at_a_word():
+    from tri.net import _first_sentence, _shorten
+
+    text = "the quick brown fox jumps over the lazy dog " * 10
+    short = _shorten(text, 40)
+    assert short == "the quick brown fox jumps over the..." and len(short) <= 40
+    assert _shorten("short enough", 40) == "short enough"
+    assert _first_sentence(RuntimeError("First part. Second part.\nmore")) == "First part"
+    assert _first_sentence(EOFError()) == "EOFError"
+    assert _first_sentence(RuntimeError("x" * 500)).endswith("...")
 
 
 def test_the_pickle_payload_is_live(tmp_path):

@@ -122,8 +122,25 @@ def test_game_played_to_game_over(interactive):
 
 def test_parse_move():
     assert parse_move("0 3 4") == (0, 3, 4)
+    assert parse_move("0 03 -4") == (0, 3, -4)
+    assert parse_move("0 3 1234567890") is None  # no board is that big: not a move
+    assert parse_move("0 3 " + "4" * 100_000) is None  # nor one int() refuses (4300 digits)
+    assert parse_move("0 3 1_0") is None
     assert parse_move(" 0,3,4 ") == (0, 3, 4)
     assert parse_move("(1, 2, 10)") == (1, 2, 10)
     assert parse_move("0 3") is None
     assert parse_move("a b c") is None
     assert parse_move("0 3 4 5") is None
+
+
+def test_a_100000_digit_move_through_the_cli(tmp_path):
+    huge = "1" * 100_000
+    proc = subprocess.run([sys.executable, "-m", "tri.cli", "play", "triangle", "--seed", "3"],
+                          input=f"{huge}\n0 0 {huge}\n{huge} {huge} {huge}\nq\n", capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert "limit" not in proc.stdout
+    for start in ("1111111111", "0 0 111111", "1111111111"):
+        assert f'could not read "{start}' in proc.stdout
+    assert proc.stdout.count("could not read") == 3
+    assert proc.stdout.rstrip().splitlines()[-1] == "stopped: score 0.000, steps 0, lines 0, triangles 0"

@@ -123,3 +123,39 @@ def test_play_command_errors_are_one_line(tmp_path):
                                  cwd=tmp_path), 1, "it is for the game 'triangle', not 'tictactoe'")
     proc = games_cli("play", "connect4", "--colour", "purple", stdin="", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+HUGE = "1" * 100_000  # past Python's 4300-digit limit for int()
+
+
+def test_a_100000_digit_move_gets_the_usual_message_and_the_game_goes_on(tmp_path):
+    proc = games_cli("play", "connect4", "--opponent", "random", "--seed", "1", stdin=f"{HUGE}\n{'0' * 5000}4\nq\n",
+                     cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert "limit" not in proc.stdout and 'could not read "111111111...": type a column number 1-7' in proc.stdout
+    assert "1. you (X): column 4" in proc.stdout  # leading zeros are still a number
+    proc = games_cli("play", "tictactoe", stdin=f"2 {HUGE}\n-{HUGE}\n5\nq\n", cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert "limit" not in proc.stdout
+    assert 'could not read "2 111111111...": type a cell number 1-9 or row and column (e.g. 2 3)' in proc.stdout
+    assert 'could not read "-111111111...": type a cell number 1-9' in proc.stdout
+    assert "1. you (X): cell 5 (row 2, column 2)" in proc.stdout
+
+
+def test_an_opponent_search_that_does_not_fit_is_one_line(tmp_path):
+    from tests.pipeline_fixtures import TINY_NET
+    from tri.config import GameParams, Params
+
+    model = tmp_path / "c4.pt"
+    save_model(model, Params(game=GameParams(name="connect4"), net=TINY_NET))
+    assert_clean_error(games_cli("play", "connect4", "--opponent", f"mcts:{model}:10000000000", stdin="",
+                                 cwd=tmp_path), 1, "at most 2147483646 simulations")
+    from tri.resources import machine_memory
+    from tri.search import search_bytes
+
+    if (machine_memory() or 0) >= search_bytes(1, 2_000_000_000, 7, 3):  # 0.2 TiB: a big server
+        return
+    proc = games_cli("play", "connect4", "--opponent", f"mcts:{model}:2000000000", stdin="4\n", cwd=tmp_path)
+    assert_clean_error(proc, 1, f"player 'mcts:{model}:2000000000': 2000000000 simulations for 1 game at once "
+                                "need about ", "lower N in mcts:PATH:N")
+    assert proc.stdout == ""  # refused before the game started

@@ -291,3 +291,42 @@ def test_parse_spec_rejects_empty_and_directories(text, tmp_path, monkeypatch):
     with pytest.raises(TriError) as info:
         parse_spec(text)
     assert repr(text) in str(info.value)
+
+
+def test_parse_spec_bounds_the_simulations(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert parse_spec("mcts:x.pt:2147483646").simulations == 2**31 - 2  # the search's int32 limit
+    assert parse_spec("mcts:x.pt:007").simulations == 7
+    for sims in ("2147483647", "10000000000", "9" * 100_000):  # the last: beyond int()'s 4300 digits
+        with pytest.raises(TriError) as info:
+            parse_spec(f"mcts:x.pt:{sims}")
+        message = str(info.value)
+        assert message.endswith(": at most 2147483646 simulations (tree nodes are numbered in int32)")
+        assert message.startswith("player 'mcts:x.pt:") and len(message) < 300
+    with pytest.raises(TriError, match="expected mcts:PATH:SIMULATIONS"):
+        parse_spec("mcts:x.pt:²")  # a digit to str.isdigit, not to int()
+
+
+def test_make_agent_refuses_a_search_that_does_not_fit_before_loading(small, tmp_path, monkeypatch):
+    import tri.resources
+
+    monkeypatch.setattr(tri.resources, "machine_memory", lambda: 2**30)
+    monkeypatch.chdir(tmp_path)
+    missing = Path("missing.pt")  # never read: the check comes first
+    spec = parse_spec(f"mcts:{missing}:10000000")
+    rng = np.random.default_rng(0)
+    with pytest.raises(TriError) as info:
+        make_agent(spec, small, PARAMS.mcts, PARAMS.arena, rng)
+    assert str(info.value).startswith(f"player 'mcts:{missing}:10000000': 10000000 simulations for 1 game at "
+                                      "once need about ")
+    assert str(info.value).endswith(" for the search trees, more than this machine's 1.0 GiB of memory; "
+                                    "lower N in mcts:PATH:N")
+    with pytest.raises(TriError, match=r"for 32 games at once .*; lower N in mcts:PATH:N or arena.concurrent$"):
+        make_agent(spec, small, PARAMS.mcts, PARAMS.arena, rng, batch=32)
+    deep_arena = PARAMS.arena.model_copy(update={"simulations": 10_000_000})
+    with pytest.raises(TriError, match=r"^arena.simulations: 10000000 simulations .*; lower arena.simulations$"):
+        make_agent(parse_spec(str(missing)), small, PARAMS.mcts, deep_arena, rng)
+    for text in ("random", "greedy"):  # no search, nothing to check
+        make_agent(parse_spec(text), small, PARAMS.mcts, deep_arena, rng, batch=10**9)
+    with pytest.raises(TriError, match="not found"):  # a search that fits goes on to load the file
+        make_agent(parse_spec(f"mcts:{missing}:100"), small, PARAMS.mcts, PARAMS.arena, rng)

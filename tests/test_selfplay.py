@@ -227,13 +227,17 @@ def test_rerun_skips_complete_shards_and_replays_changed_ones(setup, tmp_path):
     shutil.copytree(setup["out"], folder)
     before = file_bytes(folder)
     result = run(PARAMS, setup["model"], folder, runtime=ONE, progress=False)
-    assert result.games == 0 and result.positions == 0
+    # Nothing played; the totals are read back from the files (a resumed generation reports them).
+    games = games_of(folder)
+    assert result.played == 0 and np.isnan(result.positions_per_second)
+    assert result.games == games.height and result.mean_score == pytest.approx(games["score"].mean())
+    assert result.positions == positions_of(folder, setup["game"]).height
     assert file_bytes(folder) == before
     # An interrupted run: one shard's positions file is missing -> only that shard is played,
     # and it comes out the same.
     layout.shard_path(folder, 1).unlink()
     result = run(PARAMS, setup["model"], folder, runtime=ONE, progress=False)
-    assert result.games == 3
+    assert result.played == 3 and result.games == games.height and result.positions_per_second > 0
     assert file_bytes(folder) == before
     # Other search params: the shards no longer match their inputs and are played again.
     changed = PARAMS.model_copy(update={"mcts": PARAMS.mcts.model_copy(update={"c_puct": 2.0})})
@@ -273,3 +277,99 @@ def test_n_step_value_targets_by_hand():
                                [1 + 1 + 0.25 * 30, 2 + 2 + 0.25 * 40, 4 + 0.5 * 40, 40])
     # td_steps 0 is the full discounted return.
     np.testing.assert_allclose(value_targets(r, v, True, 0.5, False, 0), [1 + 1 + 1 + 1, 2 + 2 + 2, 4 + 4, 8])
+
+
+# ---- what fits in memory ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gumbel, leaves", [(False, 1), (False, 3), (True, 1)], ids=["puct", "leaves", "gumbel"])
+def test_search_bytes_matches_a_measured_search(gumbel, leaves):
+    """The estimate against what tracemalloc sees numpy and Python allocate in one search (the
+    Gumbel estimate may count more schedules than the roots need: all roots here agree)."""
+    import tracemalloc
+
+    from tri.gumbel import considered_visits
+    from tri.search import search, search_bytes
+
+    game = make_game(GameParams(name="tictactoe"))
+
+    def uniform(states):
+        legal = game.legal(states)
+        return (legal / legal.sum(axis=1, keepdims=True)).astype(np.float32), legal, np.zeros(len(states), np.float32)
+
+    mcts = MctsParams(simulations=3000, gumbel=gumbel, gumbel_actions=4, leaves_per_step=leaves)
+    roots = game.initial(np.arange(6))
+    search(game, uniform, roots[:1], MctsParams(simulations=2), np.random.default_rng(0))  # compiled
+    considered_visits.cache_clear()
+    tracemalloc.start()
+    try:
+        search(game, uniform, roots, mcts, np.random.default_rng(0))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    estimate = search_bytes(6, 3000, game.num_actions, game.state_size, leaves_per_step=leaves,
+                            gumbel_actions=4 if gumbel else 0)
+    assert 0.95 * peak < estimate < (1.5 if gumbel else 1.05) * peak
+
+
+def test_shard_tasks_refuses_what_does_not_fit_before_any_work(setup, tmp_path, monkeypatch):
+    import tri.resources
+    from tri import selfplay
+
+    monkeypatch.setattr(tri.resources, "machine_memory", lambda: 2**30)
+
+    def no_seeds(*args):
+        raise AssertionError("seeds built before the memory check")
+
+    monkeypatch.setattr(selfplay, "game_seeds", no_seeds)
+    out = tmp_path / "out"
+    deep = PARAMS.model_copy(update={"mcts": PARAMS.mcts.model_copy(update={"simulations": 10_000_000})})
+    with pytest.raises(TriError) as info:
+        selfplay.shard_tasks(deep, setup["model"], out)
+    assert str(info.value) == ("mcts.simulations: 10000000 simulations for 2 games at once need about 21.5 GiB "
+                               "for the search trees, more than this machine's 1.0 GiB of memory; lower "
+                               "mcts.simulations or selfplay.concurrent")
+    many = PARAMS.model_copy(update={"selfplay": PARAMS.selfplay.model_copy(update={"games": 10**8})})
+    with pytest.raises(TriError) as info:
+        selfplay.shard_tasks(many, tmp_path / "missing.pt", out)  # refused before the checkpoint is read
+    message = str(info.value)
+    assert message.startswith("selfplay.games: 100000000 games in 2 shards keep up to 300,000,000 positions in "
+                              "memory per shard (50,000,000 games of up to 6 moves), about ")
+    assert message.endswith("use more selfplay.shards or fewer selfplay.games (or lower selfplay.max_moves)")
+    assert "\n" not in message and not out.exists()
+    with pytest.raises(TriError, match=r"\(3 games of up to 6 moves; 2 shards at once\).*, or TRI_WORKERS\)$"):
+        monkeypatch.setattr(tri.resources, "machine_memory", lambda: 40_000)  # the trees fit
+        run(PARAMS, setup["model"], out, runtime=Runtime(workers=2, device="cpu"), progress=False)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("section, key, value, needle", [
+    ("mcts", "simulations", 2_000_000_000, "mcts.simulations: 2000000000 simulations for 2 games at once"),
+    ("selfplay", "games", 10**12, "selfplay.games: 1000000000000 games in 2 shards keep up to "),
+], ids=["simulations", "games"])
+def test_cli_selfplay_refuses_what_does_not_fit(setup, tmp_path, section, key, value, needle):
+    from tests.pipeline_fixtures import assert_clean_error, tri_cli, with_section, write_params
+
+    params = write_params(tmp_path / "params.yaml", with_section(PARAMS, section, **{key: value}))
+    proc = tri_cli("selfplay", "--model", setup["model"], "--out", tmp_path / "out", "--no-progress",
+                   "--params", params, cwd=tmp_path)
+    assert_clean_error(proc, 1, needle, "more than this machine's")
+    assert len(proc.stderr.splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("game_name, gumbel", [("triangle", True), ("tictactoe", False), ("connect4", True)])
+def test_real_shards_pass_the_training_checks(setup, tmp_path, game_name, gumbel):
+    """What self-play writes (visit distributions, Gumbel's policies, two-player games) is what
+    ``read_positions(validate=True)`` accepts; the module's own run is checked too."""
+    read_positions(layout.shard_paths(setup["out"]), setup["game"], validate=True)
+    params = PARAMS.model_copy(update={
+        "game": PARAMS.game.model_copy(update={"name": game_name}),
+        "mcts": PARAMS.mcts.model_copy(update={"gumbel": gumbel, "simulations": 8, "leaves_per_step": 2}),
+        "selfplay": PARAMS.selfplay.model_copy(update={"noise": True, "max_moves": 20})})
+    game = make_game(params.game)
+    model = tmp_path / "model.pt"
+    save_checkpoint(Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"),
+                               net_params=params.net, generation=0, model=build_model(game, params.net)), model)
+    run(params, model, tmp_path / "out", runtime=ONE, progress=False)
+    frame = read_positions(layout.shard_paths(tmp_path / "out"), game, ["policy"], validate=True)
+    assert frame.columns == ["policy"] and frame.height > 0

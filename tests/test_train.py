@@ -201,3 +201,138 @@ def test_cli_missing_model(setup, tmp_path, monkeypatch):
                    "--params", "params.yaml", cwd=tmp_path)
     assert_clean_error(proc, 1, "nope.pt", "not found")
     assert not (tmp_path / "c.pt").exists()
+
+
+# ---- refusing what does not fit, and damaged shards ---------------------------------------------------
+
+
+def test_refuses_a_window_that_does_not_fit(setup, tmp_path, monkeypatch):
+    import tri.resources
+
+    monkeypatch.setattr(tri.resources, "machine_memory", lambda: 100_000)
+    rows = len(setup["episodes"].positions)
+    with pytest.raises(TriError) as info:
+        train.run(TRAIN, setup["model"], [setup["data"]], tmp_path / "c.pt", progress=False)
+    message = str(info.value)
+    assert message.startswith(f"train.window: 1 self-play folder holds {rows:,} positions, about ")
+    assert message.endswith("once loaded, more than this machine's 97.7 KiB of memory; train on fewer folders "
+                            "(lower train.window) or smaller ones (lower selfplay.games)")
+    assert not (tmp_path / "c.pt").exists()
+
+
+def corrupt_shard(folder, column: str, change) -> None:
+    """Rewrite the folder's shard with ``change(values)`` applied in place to one column (as
+    numpy), keeping the file's metadata (so only the validation can notice)."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    path = layout.shard_path(folder, 0)
+    table = pq.read_table(path)
+    frame = pl.from_arrow(table)
+    values = frame[column].to_numpy().copy()
+    change(values)
+    frame = frame.with_columns(pl.Series(column, values, dtype=frame[column].dtype))
+    pq.write_table(frame.to_arrow().replace_schema_metadata(table.schema.metadata), path)
+
+
+ROW = 5
+
+
+def illegal_action(episodes) -> int:
+    return int(np.flatnonzero(~episodes.positions.legal[ROW])[0])
+
+
+def move_policy_to(action):
+    def change(policy):
+        policy[ROW] = 0
+        policy[ROW, action] = 1
+    return change
+
+
+def set_row(value):
+    def change(values):
+        values[ROW] = value
+    return change
+
+
+def scale_policy(factor):
+    def change(policy):
+        policy[ROW] *= factor
+    return change
+
+
+def negative_policy(policy):
+    a, b = np.flatnonzero(policy[ROW] == 0)[:2]
+    policy[ROW, a], policy[ROW, b] = -0.5, 0.5
+
+
+CORRUPTIONS = {  # name: (column, change(values, episodes), the problem the message names)
+    "nan_value": ("value_target", lambda e: set_row(np.nan), "nan is not a finite number"),
+    "inf_root_value": ("root_value", lambda e: set_row(-np.inf), "-inf is not a finite number"),
+    "negative_policy": ("policy", lambda e: negative_policy, "-0.5 at action "),
+    "nan_policy": ("policy", lambda e: set_row(np.nan), "nan at action 0 is not a probability"),
+    "illegal_policy": ("policy", lambda e: move_policy_to(illegal_action(e)),
+                       "1 on action {illegal}, which is not legal"),
+    "policy_sum": ("policy", lambda e: scale_policy(0.5), "sums to 0.5, not 1"),
+    "action_range": ("action", lambda e: set_row(game_of().num_actions),
+                     f"{game_of().num_actions} is not an action (0-{game_of().num_actions - 1})"),
+    "negative_action": ("action", lambda e: set_row(-1), "-1 is not an action"),
+    "illegal_action": ("action", lambda e: set_row(illegal_action(e)),
+                       "{illegal} is not legal in the row's position"),
+}
+
+
+@pytest.mark.parametrize("kind", CORRUPTIONS)
+def test_damaged_shard_is_refused_naming_file_column_and_row(setup, tmp_path, kind):
+    from tri.shards import read_positions
+
+    folder = tmp_path / "data"
+    shutil.copytree(setup["data"], folder)
+    column, change, problem = CORRUPTIONS[kind]
+    corrupt_shard(folder, column, change(setup["episodes"]))
+    path = layout.shard_path(folder, 0)
+    read_positions([path], setup["game"])  # without validation it reads
+    with pytest.raises(TriError) as info:
+        read_positions([path], setup["game"], ["state"], validate=True)
+    problem = problem.format(illegal=illegal_action(setup["episodes"]))
+    assert str(info.value).startswith(f"shard {path}: column {column}, row {ROW}: {problem}")
+    assert "\n" not in str(info.value)
+
+
+def test_missing_value_wrong_type_and_missing_column_are_refused(setup, tmp_path):
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    from tri.shards import read_positions
+
+    path = tmp_path / "shard-000.parquet"
+    table = pq.read_table(layout.shard_path(setup["data"], 0))
+
+    def rewrite(frame: pl.DataFrame) -> None:
+        pq.write_table(frame.to_arrow().replace_schema_metadata(table.schema.metadata), path)
+
+    frame = pl.from_arrow(table)
+    rewrite(frame.with_columns(action=pl.when(pl.int_range(pl.len()) == ROW).then(None).otherwise(pl.col("action"))))
+    with pytest.raises(TriError, match=rf"^shard {path}: column action, row {ROW}: missing value$"):
+        read_positions([path], setup["game"], validate=True)
+    rewrite(frame.with_columns(pl.col("action").cast(pl.Int64)))
+    with pytest.raises(TriError, match=rf"^shard {path}: column action holds Int64 values, not Int32$"):
+        read_positions([path], setup["game"], validate=True)
+    rewrite(frame.drop("root_value"))
+    with pytest.raises(TriError, match=rf"^shard {path}: cannot be read \(.*root_value.*\)$"):
+        read_positions([path], setup["game"], ["state"], validate=True)
+
+
+@pytest.mark.parametrize("kind", ["nan_value", "negative_policy", "action_range"])
+def test_cli_train_on_a_damaged_shard(setup, tmp_path, monkeypatch, kind):
+    monkeypatch.chdir(tmp_path)
+    write_params(tmp_path / "params.yaml", TRAIN)
+    shutil.copytree(setup["data"], tmp_path / "data")
+    shutil.copy(setup["model"], tmp_path / "best.pt")
+    column, change, problem = CORRUPTIONS[kind]
+    corrupt_shard(tmp_path / "data", column, change(setup["episodes"]))
+    proc = tri_cli("train", "--model", "best.pt", "--data", "data", "--out", "c.pt", "--no-progress",
+                   "--params", "params.yaml", cwd=tmp_path)
+    assert_clean_error(proc, 1, f"error: shard {layout.shard_path('data', 0)}: column {column}, row {ROW}: "
+                                f"{problem}")
+    assert len(proc.stderr.splitlines()) == 1 and not (tmp_path / "c.pt").exists()

@@ -137,13 +137,17 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     import torch
 
     from tri.games import make_game
-    from tri.players import make_agent, parse_spec
+    from tri.players import check_player_memory, make_agent, parse_spec
+    from tri.resources import arena_batch
 
     runtime = runtime or Runtime()
     ap = params.arena
     game = make_game(params.game)
     spec_a, spec_b = parse_spec(a), parse_spec(b)
     n = games or ap.games
+    batch = arena_batch(ap, game, n)
+    for spec in (spec_a, spec_b):  # both, before any checkpoint is loaded
+        check_player_memory(spec, game, params.mcts, ap, batch=batch)
     seeds = arena_seeds(ap.seed if seed is None else seed, n, generation)
     device = "cpu" if runtime.device == "auto" else runtime.device
 
@@ -151,7 +155,7 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
         # The same generator seed for both players: their searches sample the same chance
         # streams (common random numbers), so identical players tie on every seed.
         rng = np.random.default_rng([ap.seed if seed is None else seed, generation, 0xA2E4A])
-        return make_agent(spec, game, params.mcts, ap, rng, device)
+        return make_agent(spec, game, params.mcts, ap, rng, device, batch=batch)
 
     agent_a, agent_b = agent(spec_a), agent(spec_b)
     threads = torch.get_num_threads()

@@ -25,6 +25,12 @@ from tri.games.triangle_rules import TriangleConfig
 
 DEFAULT_PARAMS = Path("params.yaml")
 
+# Hard upper bounds: values past these overflow a type, whatever the machine's memory (what does
+# fit in memory is checked separately, see tri.resources).
+MAX_SIMULATIONS = 2**31 - 2  # the search numbers its simulations + 1 tree nodes in int32
+MAX_INT32 = 2**31 - 1  # shard columns `move` and games' `steps` are int32
+MAX_SEED = 2**63 - 1  # numpy's SeedSequence takes non-negative integers, torch.manual_seed 64 bits
+
 
 class GameParams(BaseModel):
     """``game``: which game, and the rules of each game tri knows."""
@@ -47,19 +53,23 @@ class NetParams(BaseModel):
     value_hidden: int = Field(64, gt=0)
     support_max: int = Field(30, gt=0, description="single-player value support: 0..support_max in h-space")
     support_eps: float = Field(0.001, ge=0)
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="at most 2**63 - 1 (torch's seeds are 64-bit)")
 
 
 class MctsParams(BaseModel):
     """``mcts``: the search."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    simulations: int = Field(64, gt=0, description="network evaluations per move")
+    simulations: int = Field(64, gt=0, le=MAX_SIMULATIONS,
+                             description="network evaluations per move; at most 2**31 - 2 (tree nodes are "
+                                         "numbered in int32)")
     c_puct: float = Field(1.25, gt=0)
     discount: float = Field(0.99, gt=0, le=1, description="single-player return discount")
     dirichlet_alpha: float = Field(0.1, gt=0)
     dirichlet_fraction: float = Field(0.25, ge=0, le=1)
-    leaves_per_step: int = Field(1, gt=0, description="leaves per tree per network call (virtual visits)")
+    leaves_per_step: int = Field(1, gt=0, le=65536,
+                                 description="leaves per tree per network call (virtual visits); at most 65536 "
+                                             "(more only piles virtual visits on the same paths)")
     gumbel: bool = Field(False, description="Gumbel sequential halving at the root instead of PUCT + noise")
     gumbel_actions: int = Field(16, gt=0, description="actions considered at the root")
     gumbel_c_visit: float = Field(50.0, gt=0)
@@ -73,13 +83,15 @@ class SelfplayParams(BaseModel):
     games: int = Field(128, gt=0)
     shards: int = Field(2, gt=0, description="files the games are split into (one task each)")
     concurrent: int = Field(32, gt=0, description="games in flight per shard: the search batch")
-    max_moves: int = Field(500, gt=0, description="a game is cut after this many moves")
+    max_moves: int = Field(500, gt=0, le=MAX_INT32,
+                           description="a game is cut after this many moves; at most 2**31 - 1 (shards store "
+                                       "moves as int32)")
     temperature: float = Field(1.0, ge=0)
     temperature_moves: int = Field(0, ge=0, description="moves sampled at `temperature`; then the most visited")
     noise: bool = Field(False, description="root exploration noise (Dirichlet, or Gumbel's sampling)")
     td_steps: int = Field(10, ge=0, description="single-player value targets: n-step returns bootstrapped "
                                                 "from the search value n moves later (0: full returns)")
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="at most 2**63 - 1 (numpy seeds are non-negative)")
 
 
 class TrainParams(BaseModel):
@@ -99,8 +111,9 @@ class TrainParams(BaseModel):
     continue_from: Literal["latest", "best"] = Field(
         "best", description="network training starts from: the best model, or the previous generation's "
                             "candidate (latest: rejected training is kept; measured worse, see README)")
-    threads: int = Field(1, gt=0, description="torch threads: part of the result (float summation order)")
-    seed: int = 0
+    threads: int = Field(1, gt=0, le=1024, description="torch threads: part of the result (float summation "
+                                                       "order); at most 1024, more than any machine has cores")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="at most 2**63 - 1 (torch's seeds are 64-bit)")
 
 
 class ArenaParams(BaseModel):
@@ -108,7 +121,8 @@ class ArenaParams(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     games: int = Field(32, gt=1, description="paired seeds (single-player); games per colour (two-player)")
-    simulations: int = Field(32, gt=0)
+    simulations: int = Field(32, gt=0, le=MAX_SIMULATIONS,
+                             description="at most 2**31 - 2 (tree nodes are numbered in int32)")
     temperature: float = Field(0.0, ge=0)
     temperature_moves: int = Field(0, ge=0)
     max_moves: int = Field(1000, gt=0, description="a game is cut after this many moves")
@@ -118,7 +132,7 @@ class ArenaParams(BaseModel):
                                 "(ci_lower) or its mean (mean) is above threshold")
     threshold: float = 0.0
     win_rate: float = Field(0.55, ge=0, le=1, description="two-player: promote at this score rate")
-    seed: int = 1
+    seed: int = Field(1, ge=0, le=MAX_SEED, description="at most 2**63 - 1 (numpy seeds are non-negative)")
 
 
 class Params(BaseSettings):
@@ -204,7 +218,8 @@ def load_params(path: str | Path | None = None) -> Params:
     """Read and validate ``params.yaml``.
 
     ``path=None`` reads ``./params.yaml`` when it exists and the embedded defaults otherwise; an
-    explicit path must exist. Raises :class:`ParamsError` with one line per problem.
+    explicit path must exist, and must not be empty (no sections: a mistake, not a way to ask for
+    the defaults). Raises :class:`ParamsError` with one line per problem.
     """
     if path is None:
         if not DEFAULT_PARAMS.exists():
@@ -227,6 +242,9 @@ def load_params(path: str | Path | None = None) -> Params:
         raise ParamsError(str(path), ["must be a mapping of sections (game: ...)"]) from None
     if not isinstance(data, dict):
         raise ParamsError(str(path), ["must be a mapping of sections (game: ...)"])
+    if not data:  # an empty file, only comments, or {}: most likely a mistake, so say so
+        raise ParamsError(str(path), [("is empty; write the sections to change (see tri params) or delete it "
+                                       "to use the embedded defaults")])
     try:
         return Params(**data)
     except ValidationError as exc:
@@ -237,3 +255,14 @@ def dump_params(params: Params) -> str:
     """``params`` as YAML, in the same shape :func:`load_params` reads."""
     return yaml.safe_dump(params.model_dump(mode="json"), sort_keys=False, default_flow_style=None,
                           width=100)
+
+
+def project_params(root: str | Path, params_file: str | Path | None = None) -> Params:
+    """The params a project runs on: ``params_file`` (relative to the project), or the project's
+    params.yaml if it has one, else the embedded defaults."""
+    root = Path(root)
+    if params_file is None:
+        default = root / "params.yaml"
+        return load_params(default) if default.is_file() else Params()
+    path = Path(params_file)
+    return load_params(path if path.is_absolute() else root / path)

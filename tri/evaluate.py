@@ -187,7 +187,7 @@ def make_player(player, game, params: Params, *, simulations: int | None, seed: 
                            f"--simulations {simulations} disagrees")
         spec = replace(spec, simulations=simulations)
     rng = np.random.default_rng(seed)
-    agent = make_agent(spec, game, params.mcts, params.arena, rng, device)
+    agent = make_agent(spec, game, params.mcts, params.arena, rng, device, batch=BATCH)
     sims = (spec.simulations or params.arena.simulations) if spec.kind == "mcts" else None
     return agent, getattr(agent, "evaluate", None), player, sims
 

@@ -40,6 +40,22 @@ def considered_visits(num_considered: int, simulations: int) -> tuple[int, ...]:
     return tuple(sequence[:simulations])
 
 
+# A schedule is a tuple of Python ints: an 8-byte reference and a 32-byte int object per entry
+# kept, and about 24 more per entry while it is built (measured with tracemalloc).
+_TABLE_ENTRY_BYTES = 40
+_TABLE_BUILD_BYTES = 24
+
+
+def root_bytes(batch: int, simulations: int, num_actions: int, considered: int) -> int:
+    """Bytes of one search's :class:`GumbelRoot` over ``batch`` roots: its ``[B, A]`` arrays
+    (logits and noise float64, legal, a dozen float64 temporaries per step) and its
+    :func:`considered_visits` schedules, ``simulations`` entries each, one per distinct number
+    of considered actions (at most ``min(batch, considered, num_actions)``; cached)."""
+    tables = min(batch, considered, num_actions)
+    arrays = batch * num_actions * (8 + 8 + 1 + 12 * 8)
+    return arrays + simulations * (tables * _TABLE_ENTRY_BYTES + _TABLE_BUILD_BYTES)
+
+
 class GumbelRoot:
     """Root bookkeeping of one batched search (``B`` roots)."""
 

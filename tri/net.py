@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -207,8 +208,7 @@ def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.de
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many kinds for a damaged file
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TriError(f"checkpoint {path}: not a readable tri checkpoint ({reason[:120]})") from None
+        raise TriError(f"checkpoint {path}: not a readable tri checkpoint{_load_failure(path, exc)}") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise TriError(f"checkpoint {path}: not a tri checkpoint")
     if payload.get("format_version") != FORMAT_VERSION:
@@ -229,8 +229,7 @@ def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.de
         try:
             ckpt_game = game_from_meta(name, config)
         except Exception as exc:  # unknown game, or a config its model rejects
-            reason = str(exc).splitlines()[0]
-            raise TriError(f"checkpoint {path}: cannot build its game ({reason[:160]})") from None
+            raise TriError(f"checkpoint {path}: cannot build its game ({_first_sentence(exc)})") from None
     model = PolicyValueNet(ckpt_game.obs_shape, ckpt_game.num_actions, ckpt_game.num_players, net_params)
     stem = payload["model"].get("stem.0.weight") if isinstance(payload.get("model"), dict) else None
     if isinstance(stem, torch.Tensor) and stem.dim() == 4 and stem.shape[1] != ckpt_game.obs_shape[0]:
@@ -239,11 +238,43 @@ def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.de
     try:
         model.load_state_dict(payload["model"])
     except (RuntimeError, KeyError, TypeError) as exc:
-        reason = str(exc).splitlines()[0]
-        raise TriError(f"checkpoint {path}: weights do not match its network config ({reason[:120]})") from None
+        raise TriError(f"checkpoint {path}: weights do not match its network config "
+                       f"({_first_sentence(exc)})") from None
     model.eval()
     return Checkpoint(game=name, game_config=config, net_params=net_params, generation=generation, model=model,
                       provenance=dict(meta.get("provenance", {})), optimizer=payload.get("optimizer") or {})
+
+
+def _load_failure(path: Path, exc: Exception) -> str:
+    """Why ``torch.load(path, weights_only=True)`` failed, as the end of a one-line message,
+    without torch's advice to load untrusted files unsafely."""
+    text = str(exc)
+    if text.startswith("Weights only load failed"):
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+        if found:
+            return (f": it holds Python objects ({found[1]}) that tri will not unpickle (it loads checkpoints "
+                    "with weights_only=True)")
+        detail = re.search(r"WeightsUnpickler error:\s*(\S[^\n]*)", text)
+        return f" (torch's weights-only loader cannot read it{': ' + _shorten(detail[1]) if detail else ''})"
+    if path.stat().st_size == 0:
+        return " (the file is empty)"
+    return f" ({_first_sentence(exc)})"
+
+
+def _first_sentence(exc: Exception, limit: int = 160) -> str:
+    """The first sentence of ``exc``'s first line (its type's name if it has no message)."""
+    lines = str(exc).strip().splitlines()
+    if not lines:
+        return type(exc).__name__
+    return _shorten(re.split(r"(?<=[.!?])\s", lines[0].strip(), maxsplit=1)[0].rstrip("."), limit)
+
+
+def _shorten(text: str, limit: int = 160) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with "..." if cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:") + "..."
 
 
 def check_game(path: Path | str, name: str, config: dict[str, Any], game) -> None:

@@ -51,6 +51,7 @@ _STYLE_GOOD = "bold green"
 _SLOT_STYLES = ("bold magenta", "bold green", "bold yellow", "bold blue")
 
 _SEPARATORS = re.compile(r"[\s,;]+")
+_NUMBER = re.compile(r"[+-]?\d{1,9}")  # longer numbers are no move (and int() may refuse them)
 
 
 @dataclass(frozen=True)
@@ -83,12 +84,9 @@ def play_triangle(game: TriangleGame, seed: int, read_line: Callable[[], str], *
 def parse_move(text: str) -> tuple[int, int, int] | None:
     """``(slot, row, col)`` from ``"0 3 4"``, ``"0,3,4"`` or ``"(0, 3, 4)"``; None if malformed."""
     parts = [p for p in _SEPARATORS.split(text.strip().strip("()[]")) if p]
-    if len(parts) != 3:
+    if len(parts) != 3 or not all(_NUMBER.fullmatch(p) for p in parts):
         return None
-    try:
-        slot, row, col = (int(p) for p in parts)
-    except ValueError:
-        return None
+    slot, row, col = (int(p) for p in parts)
     return slot, row, col
 
 

@@ -29,6 +29,7 @@ Example (library)::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,6 +45,7 @@ _STYLE_LABEL = "bold"
 _STYLE_DIM = "dim"
 _STYLE_ERROR = "bold red"
 _STYLE_GOOD = "bold green"
+_LONG_NUMBER = re.compile(r"\d{10,}")
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class _Session:
                 self.help()
                 continue
             try:
-                return self.game.parse_move(text, self.state)
+                return self.game.parse_move(_without_long_numbers(text), self.state)
             except ValueError as exc:
                 self.say(str(exc), _STYLE_ERROR)
 
@@ -158,3 +160,15 @@ class _Session:
             text.highlight_regex(r"O", _STYLE_O)
             text.highlight_regex(r"[.\d]+", _STYLE_DIM)
             self.console.print(text)
+
+
+def _without_long_numbers(text: str) -> str:
+    """``text`` with every number of more than 9 digits (leading zeros aside) cut to its first 9
+    and "...": no board has that many cells, so the game's ``parse_move`` says what it expects
+    instead of Python refusing to convert a 100,000-digit string (``ValueError``)."""
+
+    def cut(number: re.Match) -> str:
+        digits = number[0].lstrip("0") or "0"
+        return digits if len(digits) <= 9 else digits[:9] + "..."
+
+    return _LONG_NUMBER.sub(cut, text)

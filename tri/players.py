@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tri.agents import Decision, MctsAgent
-from tri.config import ArenaParams, MctsParams
+from tri.config import MAX_SIMULATIONS, ArenaParams, MctsParams
 from tri.errors import TriError
 from tri.games.base import Game, sample_legal
 
@@ -99,18 +99,45 @@ def parse_spec(text: str, root: Path | None = None) -> PlayerSpec:
         return PlayerSpec("net", local(text[4:]), text=text)
     if text.startswith("mcts:"):
         path, _, sims = text[5:].rpartition(":")
-        if not path or not sims.isdigit() or int(sims) <= 0:
-            raise TriError(f"player {text!r}: expected mcts:PATH:SIMULATIONS, e.g. mcts:models/gen-0003.pt:128")
-        return PlayerSpec("mcts", local(path), int(sims), text=text)
+        digits = sims.lstrip("0")
+        if not path or not (sims.isascii() and sims.isdigit()) or not digits:
+            raise TriError(f"player {_clip(text)!r}: expected mcts:PATH:SIMULATIONS, e.g. mcts:models/gen-0003.pt:128")
+        if len(digits) > len(str(MAX_SIMULATIONS)) or int(digits) > MAX_SIMULATIONS:
+            raise TriError(f"player {_clip(text)!r}: at most {MAX_SIMULATIONS} simulations "
+                           "(tree nodes are numbered in int32)")
+        return PlayerSpec("mcts", local(path), int(digits), text=text)
     if text and (Path(text).suffix == ".pt" or Path(text).is_file()):
         return PlayerSpec("mcts", Path(text), text=text)
     raise TriError(f"unknown player {text!r}: use random, greedy, a checkpoint path (.pt), "
                    "mcts:PATH:N or net:PATH")
 
 
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_player_memory(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParams, *,
+                        batch: int = 1) -> None:
+    """Raise :class:`TriError` if the search of ``spec`` (its ``N``, else ``arena.simulations``)
+    for ``batch`` games at once would not fit in memory (the arena passes its batch)."""
+    if spec.kind != "mcts":
+        return
+    from tri.resources import check_search
+
+    at_once = " or arena.concurrent" if batch > 1 else ""
+    if spec.simulations is None:
+        setting, advice = "arena.simulations", f"lower arena.simulations{at_once}"
+    else:
+        setting, advice = f"player {_clip(spec.text)!r}", f"lower N in mcts:PATH:N{at_once}"
+    check_search(game, mcts, simulations=spec.simulations or arena.simulations, batch=batch, setting=setting,
+                 advice=advice)
+
+
 def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParams,
-               rng: np.random.Generator, device: str = "cpu"):
-    """The agent a spec names (checkpoints are checked to be of ``game``)."""
+               rng: np.random.Generator, device: str = "cpu", *, batch: int = 1):
+    """The agent a spec names (checkpoints are checked to be of ``game``). ``batch``: the games
+    it will play at once, for the memory check of a search (:func:`check_player_memory`)."""
+    check_player_memory(spec, game, mcts, arena, batch=batch)
     if spec.kind == "random":
         return RandomAgent(game, rng)
     if spec.kind == "greedy":

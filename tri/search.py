@@ -74,6 +74,28 @@ class Tree:
                    qmax=np.full(batch, -np.inf))
 
 
+def search_bytes(batch: int, simulations: int, num_actions: int, state_size: int, *, leaves_per_step: int = 1,
+                 gumbel_actions: int = 0) -> int:
+    """Bytes the arrays of one :func:`search` call take: ``batch`` trees (:class:`Tree`) of
+    ``simulations + 1`` nodes over ``num_actions`` actions and ``state_size`` words per state,
+    the per-step leaf buffers, and with ``gumbel_actions > 0`` Gumbel's root bookkeeping
+    (:func:`tri.gumbel.root_bytes`). Not the network's activations."""
+    nodes = simulations + 1
+    per_node = (8 * state_size  # states uint64
+                + (4 + 4) * num_actions  # children int32, prior float32
+                + 4 + 4 + 8 + 4 + 1 + 4)  # visits, virtual, value_sum, reward, terminal, parent
+    per_tree = nodes * per_node + 4 + 8 + 8  # num_nodes, qmin, qmax
+    leaves = 1 if gumbel_actions > 0 else leaves_per_step
+    # out_leaf int32 and out_kind int8; each new leaf's state, prior float32, legal bool and value
+    per_step = batch * leaves * (4 + 1 + 8 * state_size + 5 * num_actions + 8)
+    total = batch * per_tree + per_step
+    if gumbel_actions > 0:
+        from tri.gumbel import root_bytes
+
+        total += root_bytes(batch, simulations, num_actions, gumbel_actions)
+    return total
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """visits [B, A] int32 (root children's visit counts), policy [B, A] float32 (the policy

@@ -52,7 +52,9 @@ class ShardResult:
 
 @dataclass(frozen=True)
 class SelfplayResult:
-    """What a self-play run produced: totals, mean score, throughput, and the shard files."""
+    """What a self-play run produced: totals and mean score over all its shards (those played
+    now and those reused, complete, from an interrupted run), throughput of those played now
+    (NaN if none was), and the shard files."""
 
     games: int
     positions: int
@@ -60,6 +62,7 @@ class SelfplayResult:
     seconds: float
     positions_per_second: float
     shards: tuple[str, ...]
+    played: int  # games played now (the rest were reused)
 
 
 def game_seeds(seed: int, generation: int, games: int) -> np.ndarray:
@@ -73,8 +76,10 @@ def shard_rng(seed: int, generation: int, shard: int) -> np.random.Generator:
     return np.random.default_rng([seed, generation, shard, 0x5EA4])
 
 
-def play_shard(task: ShardTask, report=None) -> ShardResult:
-    """Play one shard and write it; ``report(score, positions)`` is called per finished game."""
+def play_shard(task: ShardTask, report=None, stop=None) -> ShardResult:
+    """Play one shard and write it; ``report(score, positions)`` is called per finished game;
+    ``stop()`` is asked before every move and ends the shard, unwritten, with
+    :class:`tri.episodes.Stopped` (see :func:`tri.episodes.run_episodes`)."""
     from tri.agents import MctsAgent
     from tri.episodes import run_episodes
     from tri.games import make_game
@@ -89,7 +94,7 @@ def play_shard(task: ShardTask, report=None) -> ShardResult:
     ckpt = load_checkpoint(task.model, game)
     key = _task_key(task, ckpt.model_id)
     if games_file.exists() and shard_key(positions_file) == key:
-        return ShardResult(task.shard, len(task.seeds), 0, 0.0, (), skipped=True)
+        return _reused(task, positions_file, games_file)
     for name in (positions_file.name, games_file.name):  # left by a killed attempt at this shard
         for stale in out.glob(f".{name}.*.tmp"):
             stale.unlink(missing_ok=True)
@@ -104,7 +109,7 @@ def play_shard(task: ShardTask, report=None) -> ShardResult:
 
     episodes = run_episodes(game, [agent], np.array(task.seeds), concurrent=sp.concurrent,
                             max_moves=sp.max_moves, record=True, discount=params.mcts.discount,
-                            td_steps=sp.td_steps, on_game=on_game)
+                            td_steps=sp.td_steps, on_game=on_game, stop=stop)
     for g in episodes.games:
         g.index += task.first_game
     episodes.positions.game += task.first_game
@@ -112,6 +117,16 @@ def play_shard(task: ShardTask, report=None) -> ShardResult:
                 model_id=ckpt.model_id, key=key)
     return ShardResult(task.shard, len(episodes.games), len(episodes.positions),
                        time.perf_counter() - start, tuple(g.score for g in episodes.games))
+
+
+def _reused(task: ShardTask, positions_file: Path, games_file: Path) -> ShardResult:
+    """The result of a shard already complete with the same inputs, read back from its files."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    scores = pl.read_parquet(games_file, columns=["score"])["score"].to_list()
+    return ShardResult(task.shard, len(scores), pq.read_metadata(positions_file).num_rows, 0.0, tuple(scores),
+                       skipped=True)
 
 
 def _task_key(task: ShardTask, model_id: str) -> str:
@@ -135,15 +150,64 @@ def _worker(task: ShardTask, events) -> ShardResult:
     return play_shard(task, lambda score, positions: events.put((score, positions)))
 
 
+# Memory a shard keeps per recorded move until it is written (measured with tracemalloc in
+# run_episodes): about 1 KiB of Python objects (a tuple of numpy scalars and row views), and the
+# position's arrays twice (the rows the views keep alive, then the stacked copy).
+_POSITION_OBJECTS_BYTES = 1024
+_GAME_BYTES = 1024  # per game: its seed in the task, its summary, its history list
+
+
+def recorded_position_bytes(game) -> int:
+    """Bytes a shard holds per recorded position before writing it: state ``[L]`` uint64, legal
+    ``[A]`` bool, policy ``[A]`` float32 and the scalars, twice, plus the Python objects."""
+    arrays = 8 * game.state_size + 5 * game.num_actions + 40
+    return _POSITION_OBJECTS_BYTES + 2 * arrays
+
+
+def _longest_game(game, max_moves: int) -> int:
+    """Moves a game can last: ``max_moves``, or fewer where the rules end it sooner (a k-in-a-row
+    game fills a cell per move)."""
+    from tri.games.kinrow import KInRowGame
+
+    return min(max_moves, game.num_cells) if isinstance(game, KInRowGame) else max_moves
+
+
+def check_memory(params: Params, game, *, parallel: int = 1) -> None:
+    """Raise :class:`~tri.errors.TriError` (one line) unless ``parallel`` shards played at once
+    fit in the machine's memory: each holds the search trees of ``selfplay.concurrent`` games
+    at ``mcts.simulations``, and every position of its games until the shard is written."""
+    from tri.resources import check_memory as fits
+    from tri.resources import check_search, plural
+
+    sp = params.selfplay
+    shards = min(sp.shards, sp.games)
+    per_shard = -(-sp.games // shards)  # the largest shard's games
+    batch = min(sp.concurrent, per_shard)
+    workers = f"; {parallel} shards at once" if parallel > 1 else ""
+    fewer_workers = ", or TRI_WORKERS" if parallel > 1 else ""
+    trees = check_search(game, params.mcts, simulations=params.mcts.simulations, batch=batch,
+                         setting="mcts.simulations", copies=parallel,
+                         advice=f"lower mcts.simulations or selfplay.concurrent{fewer_workers}")
+    moves = _longest_game(game, sp.max_moves)
+    kept = per_shard * (moves * recorded_position_bytes(game) + _GAME_BYTES)
+    fits(parallel * (kept + trees) + sp.games * _GAME_BYTES,
+         f"selfplay.games: {plural(sp.games, 'game')} in {plural(shards, 'shard')} keep up to "
+         f"{per_shard * moves:,} positions in memory per shard ({per_shard:,} games of up to {moves:,} "
+         f"moves{workers}), about {{need}} with the search trees",
+         f"use more selfplay.shards or fewer selfplay.games (or lower selfplay.max_moves{fewer_workers})")
+
+
 def shard_tasks(params: Params, model: Path, out: Path, *, generation: int | None = None,
                 device: str = "cpu") -> list[ShardTask]:
     """The shards of one self-play run (``selfplay.shards`` of them, fixed by params): what
     :func:`run` plays in its worker pool, and what the generation flow submits one task each.
-    ``generation`` (default: the model's) labels the data and, with ``selfplay.seed``, seeds it."""
+    ``generation`` (default: the model's) labels the data and, with ``selfplay.seed``, seeds it.
+    Raises :class:`~tri.errors.TriError` first if one shard would not fit in memory."""
     from tri.games import make_game
     from tri.net import load_checkpoint
 
     game = make_game(params.game)
+    check_memory(params, game)  # before the seeds, the checkpoint, the folder
     model_generation = load_checkpoint(model, game).generation  # fails early on a bad checkpoint
     generation = model_generation if generation is None else generation
     sp = params.selfplay
@@ -154,7 +218,7 @@ def shard_tasks(params: Params, model: Path, out: Path, *, generation: int | Non
                       device) for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
-def play_shard_alone(task: ShardTask) -> ShardResult:
+def play_shard_alone(task: ShardTask, stop=None) -> ShardResult:
     """:func:`play_shard` with torch on one thread, as in a pool worker (so a shard's bytes do
     not depend on where it runs: a worker process, a thread of an orchestrator, a Dask worker)."""
     import torch
@@ -162,28 +226,33 @@ def play_shard_alone(task: ShardTask) -> ShardResult:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return play_shard(task)
+        return play_shard(task, stop=stop)
     finally:
         torch.set_num_threads(threads)
 
 
 def summarize(tasks: list[ShardTask], results: list[ShardResult], seconds: float) -> SelfplayResult:
-    """Totals of a run's shard results (skipped shards count as files, not as games played)."""
+    """Totals of a run's shard results (see :class:`SelfplayResult`)."""
     played = [r for r in results if not r.skipped]
-    scores = [s for r in played for s in r.scores]
-    positions = sum(r.positions for r in played)
-    return SelfplayResult(games=sum(r.games for r in played), positions=positions,
+    scores = [s for r in results for s in r.scores]
+    new_positions = sum(r.positions for r in played)
+    return SelfplayResult(games=sum(r.games for r in results), positions=sum(r.positions for r in results),
                           mean_score=float(np.mean(scores)) if scores else float("nan"), seconds=seconds,
-                          positions_per_second=positions / seconds if seconds > 0 else 0.0,
-                          shards=tuple(str(layout.shard_path(Path(t.out), t.shard)) for t in tasks))
+                          positions_per_second=new_positions / seconds if played and seconds > 0 else float("nan"),
+                          shards=tuple(str(layout.shard_path(Path(t.out), t.shard)) for t in tasks),
+                          played=sum(r.games for r in played))
 
 
 def run(params: Params, model: Path, out: Path, *, generation: int | None = None,
         runtime: Runtime | None = None, progress: bool = True) -> SelfplayResult:
     """Play ``params.selfplay.games`` games with the checkpoint ``model`` into the folder ``out``,
     the shards of :func:`shard_tasks` in ``runtime.workers`` processes."""
+    from tri.games import make_game
+
     runtime = runtime or Runtime()
     device = "cpu" if runtime.device == "auto" else runtime.device
+    sp = params.selfplay
+    check_memory(params, make_game(params.game), parallel=min(runtime.workers, sp.shards, sp.games))
     tasks = shard_tasks(params, model, out, generation=generation, device=device)
     start = time.perf_counter()
     with _Progress(params.selfplay.games, enabled=progress) as bar:

@@ -29,7 +29,9 @@ model_id.
 
 The file's key-value metadata records ``tri.schema``, ``tri.game``, ``tri.game_config`` (JSON),
 ``tri.state_size`` and ``tri.num_actions``, so a reader can refuse a shard of another game.
-Files are written under a temporary name and renamed when complete.
+Files are written under a temporary name and renamed when complete. Training reads them with
+``read_positions(validate=True)``, which also refuses values self-play never writes
+(:func:`check_positions`).
 """
 
 from __future__ import annotations
@@ -114,11 +116,80 @@ def check_shard(path: Path, game) -> None:
         raise TriError(f"shard {path}: it was played with a different {game.name} configuration")
 
 
-def read_positions(paths: list[Path], game, columns: list[str] | None = None) -> pl.DataFrame:
-    """Positions of several shards (checked to be of ``game``) as one DataFrame."""
+def count_positions(paths: list[Path], game) -> int:
+    """Rows of several shards (checked to be of ``game``), from their Parquet metadata alone."""
     for path in paths:
         check_shard(path, game)
-    frames = [pl.read_parquet(path, columns=columns) for path in paths]
+    return sum(pq.read_metadata(path).num_rows for path in paths)
+
+
+# What training trusts: checked by read_positions(validate=True).
+CHECKED_COLUMNS = ("value_target", "root_value", "policy", "legal", "action")
+POLICY_SUM_TOLERANCE = 1e-3  # self-play writes float32 distributions: sums are 1 within ~1e-7
+
+
+def check_positions(frame: pl.DataFrame, path: Path, game) -> None:
+    """Raise :class:`TriError` (one line: the file, the column, the first bad row, the problem)
+    unless ``frame``'s :data:`CHECKED_COLUMNS` hold what self-play writes: finite
+    ``value_target`` and ``root_value [P]``; ``policy [P, A]`` a probability distribution over
+    the row's ``legal [P, A]`` actions; ``action [P]`` in ``[0, A)`` and legal. Rows are
+    0-based."""
+    A = game.num_actions
+
+    def bad(column: str, rows: np.ndarray, problem) -> None:
+        if rows.size:
+            row = int(rows[0])
+            raise TriError(f"shard {path}: column {column}, row {row}: {problem(row)}")
+
+    written = {"value_target": pl.Float32, "root_value": pl.Float32, "policy": pl.Array(pl.Float32, A),
+               "legal": pl.Array(pl.Boolean, A), "action": pl.Int32}  # as write_shard writes them
+    for column, dtype in written.items():
+        series = frame[column]
+        if series.dtype != dtype:
+            raise TriError(f"shard {path}: column {column} holds {series.dtype} values, not {dtype}")
+        bad(column, np.flatnonzero(series.is_null().to_numpy()), lambda row: "missing value")
+    for column in ("value_target", "root_value"):
+        values = frame[column].to_numpy()
+        bad(column, np.flatnonzero(~np.isfinite(values)), lambda row, v=values: f"{v[row]} is not a finite number")
+    legal = frame["legal"].to_numpy()
+    if legal.dtype != bool:  # a null inside a row makes an object array
+        bad("legal", np.flatnonzero(np.equal(legal, None).any(axis=1)), lambda row: "missing value")
+    policy = frame["policy"].to_numpy()
+    # Whole-array reductions first (fast); rows are searched only when something is wrong.
+    if not (policy.min(initial=0) >= 0 and policy.max(initial=0) <= 1):  # NaN fails both
+        outside = ~((policy >= 0) & (policy <= 1))
+        bad("policy", np.flatnonzero(outside.any(axis=1)),
+            lambda row: f"{policy[row][outside[row]][0]} at action {np.argmax(outside[row])} is not a probability")
+    illegal = policy > 0
+    np.greater(illegal, legal, out=illegal)  # positive and not legal
+    if illegal.any():
+        bad("policy", np.flatnonzero(illegal.any(axis=1)),
+            lambda row: f"{policy[row][illegal[row]][0]:.6g} on action {np.argmax(illegal[row])}, which is not legal")
+    sums = policy.sum(axis=1)
+    bad("policy", np.flatnonzero(np.abs(sums - 1) > POLICY_SUM_TOLERANCE), lambda row: f"sums to {sums[row]:.6g}, not 1")
+    action = frame["action"].to_numpy()
+    bad("action", np.flatnonzero((action < 0) | (action >= A)), lambda row: f"{action[row]} is not an action (0-{A - 1})")
+    bad("action", np.flatnonzero(~legal[np.arange(len(action)), action]),
+        lambda row: f"{action[row]} is not legal in the row's position")
+
+
+def read_positions(paths: list[Path], game, columns: list[str] | None = None, *,
+                   validate: bool = False) -> pl.DataFrame:
+    """Positions of several shards (checked to be of ``game``) as one DataFrame. ``validate``:
+    check each file's training columns too (:func:`check_positions`)."""
+    for path in paths:
+        check_shard(path, game)
+    frames = []
+    for path in paths:
+        read = columns if not validate or columns is None else list(dict.fromkeys([*columns, *CHECKED_COLUMNS]))
+        try:
+            frame = pl.read_parquet(path, columns=read)
+        except (pl.exceptions.PolarsError, OSError, pa.ArrowException) as exc:
+            raise TriError(f"shard {path}: cannot be read ({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
+        if validate:
+            check_positions(frame, path, game)
+            frame = frame if columns is None else frame.select(columns)
+        frames.append(frame)
     return pl.concat(frames).rechunk() if frames else pl.DataFrame()
 
 

@@ -48,15 +48,33 @@ class TrainResult:
         return json.dumps({k: v for k, v in asdict(self).items() if k != "seconds"}, indent=2)
 
 
+# Loading holds a row about three times: the files' frames, their concatenation, the numpy arrays.
+_ROW_COPIES = 3
+
+
+def window_row_bytes(game) -> int:
+    """Bytes of one loaded position: state ``[L]`` uint64, legal ``[A]`` bool, policy ``[A]``
+    float32, value_target float32, held :data:`_ROW_COPIES` times while loading."""
+    return _ROW_COPIES * (8 * game.state_size + 5 * game.num_actions + 4)
+
+
 def _load_window(game, folders: list[Path]) -> tuple[dict[str, np.ndarray], int]:
-    from tri.shards import read_positions
+    """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``,
+    ``policy [P, A]``, ``value_target [P]``, and how many come from the last folder."""
+    from tri.resources import check_memory, plural
+    from tri.shards import count_positions, read_positions
 
     paths_per_folder = [layout.shard_paths(f) for f in folders]
     for folder, paths in zip(folders, paths_per_folder):
         if not paths:
             raise TriError(f"self-play folder {folder}: no shards found")
+    rows = sum(count_positions(paths, game) for paths in paths_per_folder)
+    check_memory(rows * window_row_bytes(game),
+                 f"train.window: {plural(len(folders), 'self-play folder')} "
+                 f"{'holds' if len(folders) == 1 else 'hold'} {rows:,} positions, about {{need}} once loaded",
+                 "train on fewer folders (lower train.window) or smaller ones (lower selfplay.games)")
     columns = ["state", "legal", "policy", "value_target"]
-    frames = [read_positions(paths, game, columns) for paths in paths_per_folder]
+    frames = [read_positions(paths, game, columns, validate=True) for paths in paths_per_folder]
     new = len(frames[-1])
     import polars as pl
 
