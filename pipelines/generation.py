@@ -14,6 +14,7 @@ so Prefect's state lives in the project.
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -24,7 +25,7 @@ from prefect.futures import wait
 
 from pipelines.runners import make_task_runner
 from tri import layout, versioning
-from tri.config import Params, Runtime, load_params
+from tri.config import Params, Runtime, project_params
 
 
 @dataclass(frozen=True)
@@ -69,28 +70,64 @@ class _Clock:
             self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
 
 
-def _params(root: Path, params_file: str | None) -> Params:
-    """``params_file`` (relative to the project), or the project's params.yaml if it has one,
-    else the embedded defaults."""
-    if params_file is None:
-        default = root / "params.yaml"
-        return load_params(default) if default.is_file() else Params()
-    path = Path(params_file)
-    return load_params(path if path.is_absolute() else root / path)
+# Self-play folder -> the event its generation sets when it is being stopped. Shards running in
+# this process's threads (the thread runner) poll it between moves: Python cannot interrupt a
+# thread, and Prefect's thread pool waits for every running task before a stopped flow can end.
+# Shards in worker processes are stopped with the processes (:func:`pipelines.processes.stop_workers`).
+_stops: dict[str, threading.Event] = {}
 
 
-@task(name="selfplay-shard", retries=2, retry_delay_seconds=1, task_run_name="selfplay shard {task.shard}")
+def _retry_unless_stopped(task, task_run, state) -> bool:
+    """Retry a failed shard, but not one its generation stopped."""
+    from tri.episodes import Stopped
+
+    try:
+        state.result()
+    except Stopped:
+        return False
+    except BaseException:
+        return True
+    return True
+
+
+@task(name="selfplay-shard", retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_unless_stopped,
+      task_run_name="selfplay shard {task.shard}")
 def selfplay_shard(task):
+    from pipelines import generation  # by name: the process runner pickles this function by value
     from tri.selfplay import play_shard_alone
 
-    return play_shard_alone(task)
+    stop = generation._stops.get(task.out)  # None in another process
+    return play_shard_alone(task, stop=stop.is_set if stop is not None else None)
+
+
+def _play_shards(tasks) -> list:
+    """Submit one task per shard and wait for all; if the wait is interrupted (Ctrl-C, SIGTERM),
+    stop the shards in flight at once, wherever they run, before the interruption goes on."""
+    from pipelines import processes
+
+    stop = threading.Event()
+    for t in tasks:
+        _stops[t.out] = stop
+    try:
+        futures = selfplay_shard.map(tasks)
+        # In short waits: a signal may be delivered to any thread, and Python runs its handler
+        # only once the main thread wakes up, which a wait without timeout does at the end.
+        while wait(futures, timeout=0.25).not_done:
+            pass
+    except BaseException:
+        stop.set()
+        processes.stop_workers(grace=5)
+        raise
+    for t in tasks:
+        _stops.pop(t.out, None)
+    return [f.result() for f in futures]
 
 
 @task(name="train")
 def train_task(root: Path, params_file: str | None, plan: versioning.Plan):
     from tri import train
 
-    params = _params(root, params_file)
+    params = project_params(root, params_file)
     g = plan.generation
     return train.run(params, root / plan.start, layout.window_dirs(root, g, params.train.window),
                      layout.candidate_path(root, g), generation=g,
@@ -102,7 +139,7 @@ def train_task(root: Path, params_file: str | None, plan: versioning.Plan):
 def arena_task(root: Path, params_file: str | None, plan: versioning.Plan):
     from tri import arena
 
-    params = _params(root, params_file)
+    params = project_params(root, params_file)
     g = plan.generation
     candidate = layout.candidate_path(Path("."), g).as_posix()
     # Absolute paths to play, and the relative ones (as dvc.yaml's command has them) in the file.
@@ -124,7 +161,7 @@ def track_task(root: Path, params_file: str | None, generation: int, parent_run_
                extra: dict[str, float]):
     from tri import tracking
 
-    return tracking.log_generation(root, _params(root, params_file), generation, parent_run_id=parent_run_id,
+    return tracking.log_generation(root, project_params(root, params_file), generation, parent_run_id=parent_run_id,
                                    metrics=extra)
 
 
@@ -150,7 +187,7 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
     logger = get_run_logger()
     root = Path(root).resolve()
     versioning.check_params_file(root, params_file)
-    params = _params(root, params_file)
+    params = project_params(root, params_file)
     runtime = Runtime()
     start = time.perf_counter()
     phases: dict[str, float] = {}
@@ -167,9 +204,7 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
             device = "cpu" if runtime.device == "auto" else runtime.device
             tasks = selfplay.shard_tasks(params, root / plan.player, layout.selfplay_dir(root, generation),
                                          generation=generation, device=device)
-            futures = selfplay_shard.map(tasks)
-            wait(futures)
-            sp = selfplay.summarize(tasks, [f.result() for f in futures], time.perf_counter() - t0)
+            sp = selfplay.summarize(tasks, _play_shards(tasks), time.perf_counter() - t0)
         with clock("train"):
             tr = train_task(root, params_file, plan)
         with clock("arena"):
@@ -184,7 +219,9 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
                                        f"{ar.a.mean:.2f} vs best {ar.b.mean:.2f})")
         record = None
         if runtime.tracking:  # after the commit, so the run's provenance names the generation's own commit
-            extra = {"selfplay_seconds": sp.seconds, "selfplay_positions_per_second": sp.positions_per_second,
+            # Self-play throughput only if something was played (not all reused after an interruption).
+            played = {"selfplay_seconds": sp.seconds, "selfplay_positions_per_second": sp.positions_per_second}
+            extra = {**(played if sp.played else {}),
                      "train_seconds": tr.seconds, "generation_seconds": time.perf_counter() - start,
                      **{f"time_{k}": v for k, v in phases.items()}}
             with clock("mlflow"):

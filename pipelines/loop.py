@@ -3,8 +3,14 @@
 Stops after ``generations`` generations, when ``minutes`` have passed (checked between
 generations), or after ``plateau`` generations in a row without a promotion; with none of them
 it runs until cancelled (from the Prefect UI, or Ctrl-C). Each generation is a sub-flow run, and
-an MLflow parent run groups the loop's generation runs. An interrupted loop continues after the
-last recorded decision.
+an MLflow parent run groups the loop's generation runs. The loop holds the project lock from
+start to end. An interrupted loop continues after the last recorded decision.
+
+:func:`run` is what ``tri loop`` calls: it first cleans up after a loop that was killed (its
+Prefect server, its MLflow runs left RUNNING, a generation decided but not committed), then runs
+:func:`loop_flow` against a Prefect server of its own (unless ``PREFECT_API_URL`` names one),
+started in its own session and dying with this process (:mod:`pipelines.processes`), so Ctrl-C
+reaches the loop first and the server records how the runs ended before it is stopped.
 """
 
 from __future__ import annotations
@@ -15,10 +21,14 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.exceptions import TerminationSignal
 
-from pipelines.generation import _params as project_params
+import math
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 from pipelines.generation import configured
-from tri import versioning
-from tri.config import Runtime
+from tri import stores, versioning
+from tri.config import Runtime, project_params
 
 
 HEADER = ("generation  self-play mean  positions/s  loss    candidate  best    promoted  seconds  "
@@ -28,7 +38,9 @@ HEADER = ("generation  self-play mean  positions/s  loss    candidate  best    p
 def summary_line(r: dict) -> str:
     """One generation's row under :data:`HEADER`."""
     overhead = 1 - r["stage_seconds"] / r["seconds"] if r["seconds"] else 0.0
-    return (f"{r['generation']:>10}  {r['selfplay_mean_score']:14.2f}  {r['selfplay_positions_per_second']:11.1f}  "
+    rate = r["selfplay_positions_per_second"]  # NaN: every shard reused from an interrupted run
+    return (f"{r['generation']:>10}  {r['selfplay_mean_score']:14.2f}  "
+            f"{'reused' if math.isnan(rate) else f'{rate:.1f}':>11}  "
             f"{r['train_loss']:6.3f}  {r['candidate_mean']:9.2f}  {r['best_mean']:6.2f}  "
             f"{'yes' if r['promoted'] else 'no':>8}  {r['seconds']:7.1f}  {100 * overhead:12.1f}%")
 
@@ -50,11 +62,17 @@ def loop_flow(root: str = ".", params_file: str | None = None, generations: int 
               minutes: float | None = None, plateau: int | None = None, echo: bool = False) -> list[dict]:
     """Run generations of the project at ``root`` until a stop condition; ``echo`` prints a
     row per generation (see :data:`HEADER`) as it finishes."""
+    project = Path(root).resolve()
+    with versioning.project_lock(project):
+        return _loop(project, params_file, generations, minutes, plateau, echo)
+
+
+def _loop(project: Path, params_file: str | None, generations: int | None, minutes: float | None,
+          plateau: int | None, echo: bool) -> list[dict]:
     from tri import tracking
 
     logger = get_run_logger()
     runtime = Runtime()
-    project = Path(root).resolve()
     versioning.check_params_file(project, params_file)
     parent = tracking.start_loop(project, project_params(project, params_file)) if runtime.tracking else None
     generation = configured(runtime)
@@ -80,3 +98,100 @@ def loop_flow(root: str = ".", params_file: str | None = None, generations: int 
         if parent is not None:
             tracking.end_loop(project, parent, status=status)
     return results
+
+
+def recover(root: Path) -> list[str]:
+    """Clean up after a loop of this project that was killed without unwinding (SIGKILL, a
+    power cut): stop the Prefect server it started if it still runs, mark its MLflow runs left
+    RUNNING as KILLED, and commit a generation it decided but did not commit. Call with the
+    project lock held. Returns one line per thing done, for the person watching."""
+    from pipelines import processes
+    from tri import tracking
+
+    done = []
+    server = processes.stop_recorded(server_record(root))
+    if server is not None:
+        done.append(f"stopped the {server} a killed tri loop left running")
+    if Runtime().tracking:
+        closed = tracking.close_stale_runs(root)
+        if closed:
+            done.append(f"marked {len(closed)} MLflow run(s) a killed tri loop left RUNNING as KILLED: "
+                        + ", ".join(closed))
+    finished = versioning.recover(root)
+    if finished is not None:
+        done.append(f"committed generation {finished}, decided but not committed by an interrupted run")
+    return done
+
+
+def crash_stale_flow_runs(root: Path) -> int:
+    """Mark Crashed this project's loop and generation flow runs that the Prefect server still
+    shows as running: a killed loop could not report how they ended. Call with the project lock
+    held and the server up. Returns how many it marked."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Crashed
+
+    alive = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+        any_=[StateType.RUNNING, StateType.PENDING])))
+    marked = 0
+    with get_client(sync_client=True) as client:
+        for run in client.read_flow_runs(flow_run_filter=alive):
+            if run.parameters.get("root") == str(root):
+                client.set_flow_run_state(run.id, Crashed(message="its tri loop was killed"), force=True)
+                marked += 1
+    return marked
+
+
+def server_record(root: Path) -> Path:
+    """Where the loop notes the Prefect server it started (see :func:`pipelines.processes.record`)."""
+    return stores.prefect_home(root) / "loop-server.json"
+
+
+@contextmanager
+def prefect_server(root: Path) -> Iterator[str]:
+    """The Prefect API this process's flows report to, while inside: ``PREFECT_API_URL`` if set
+    (``tri serve``'s server, or any), else a server started here for the loop (no UI), its
+    state in the project's ``PREFECT_HOME``. Raises :class:`tri.errors.TriError` if it does
+    not start."""
+    from pipelines import processes, serve
+
+    url = os.environ.get("PREFECT_API_URL")
+    if url:
+        yield url
+        return
+    service = serve.prefect_service(root, processes.free_port(), ui=False)
+    with processes.running([service], root, die_with_parent=True, records=[server_record(root)]):
+        with serve.prefect_api(f"{service.address}/api"):
+            yield f"{service.address}/api"
+
+
+def run(root: Path, params_file: str | None = None, *, generations: int | None = None,
+        minutes: float | None = None, plateau: int | None = None,
+        echo: Callable[[str], None] = print) -> list[dict]:
+    """``tri loop``: recover from a killed loop, then run :func:`loop_flow` against a Prefect
+    server (see the module docstring), printing a row per generation. Call
+    :func:`tri.stores.configure` first. A stopped loop raises ``KeyboardInterrupt`` or Prefect's
+    ``TerminationSignal`` after everything it started has ended."""
+    root = Path(root).resolve()
+    with versioning.project_lock(root):
+        for line in recover(root):
+            echo(f"note: {line}")
+        with prefect_server(root):
+            crashed = crash_stale_flow_runs(root)
+            if crashed:
+                echo(f"note: marked {crashed} Prefect flow run(s) a killed tri loop left running as Crashed")
+            echo(HEADER)
+            try:
+                return loop_flow(root=str(root), params_file=params_file, generations=generations,
+                                 minutes=minutes, plateau=plateau, echo=True)
+            finally:
+                _drain_prefect()
+
+
+def _drain_prefect() -> None:
+    """Send the logs and events Prefect still holds to its server before the server stops
+    (otherwise they are lost, with connection errors printed at exit)."""
+    from prefect._internal.concurrency.services import QueueService
+
+    QueueService.drain_all(timeout=10, at_exit=False)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from pipelines.processes import HOST, STARTUP_TIMEOUT, Service, check_port, running, stop_workers
+from pipelines.processes import HOST, STARTUP_TIMEOUT, Service, check_port, only_one, running, stop_workers
 from tri import stores
 from tri.errors import TriError
 
@@ -95,13 +95,16 @@ def log_dir(root: Path) -> Path:
     return stores.prefect_home(root) / "logs"
 
 
-def prefect_service(root: Path, port: int) -> Service:
+def prefect_service(root: Path, port: int, *, ui: bool = True) -> Service:
     """``prefect server start`` on ``port``; its database lives in ``PREFECT_HOME`` (the project's
-    ``.prefect``, set by :func:`tri.stores.configure` and passed on in the environment)."""
+    ``.prefect``, set by :func:`tri.stores.configure` and passed on in the environment). ``ui``:
+    serve the web UI too (``tri loop``'s own server has none)."""
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
+    if not ui:
+        command.append("--no-ui")
     address = f"http://{HOST}:{port}"
     return Service("Prefect server", command, port, f"{address}/api/health", address,
-                   log_dir(root) / "prefect-server.log", "--prefect-port")
+                   log_dir(root) / ("prefect-server.log" if ui else "loop-prefect-server.log"), "--prefect-port")
 
 
 def mlflow_service(root: Path, port: int, tracking_uri: str, artifact_location: str) -> Service:
@@ -291,15 +294,22 @@ def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = ML
     services = [prefect_service(root, prefect_port)]
     if store.artifact_location is not None:  # a local store: serve its UI (a tracking server has its own)
         services.append(mlflow_service(root, mlflow_port, store.tracking_uri, store.artifact_location))
-    for service in services:
-        check_port(service)
+    with only_one(stores.prefect_home(root) / "serve.lock", f"tri serve for {root}"):
+        for service in services:
+            check_port(service)
+        _serve(root, services, schedule, loop_stop, params_file, timeout, echo, store.tracking_uri)
+
+
+def _serve(root: Path, services: list[Service], schedule: Schedule, loop_stop: LoopStop, params_file: str | None,
+           timeout: float, echo: Callable[[str], None], tracking_uri: str) -> None:
+    """:func:`serve`'s body, once the options are checked and the project is ours."""
     os.chdir(root)  # flow runs are processes started from this one: they inherit the directory
     stopper = Stopper()
     with handling_interrupts(stopper):
         try:
             with running(services, root, timeout, stopper.launching), prefect_api(f"{services[0].address}/api"):
                 runner = make_runner(root, params_file, schedule, loop_stop, on_sigterm=stopper)
-                _announce(echo, root, services, store.tracking_uri, schedule, loop_stop)
+                _announce(echo, root, services, tracking_uri, schedule, loop_stop)
                 try:
                     run(runner, stopper)
                 finally:

@@ -86,8 +86,14 @@ def test_generations_files_and_decisions(project):
     assert layout.best_path(root).read_bytes() == layout.candidate_path(root, 1).read_bytes()
     assert layout.rejected_path(root, 2).read_bytes() == layout.candidate_path(root, 2).read_bytes()
     # Generation 2's plan: the promoted candidate 1 plays (and training starts from it).
-    assert versioning.read_plan(root) == versioning.Plan(2, "models/candidates/gen-0001.pt",
-                                                         "models/candidates/gen-0001.pt")
+    plan = versioning.read_plan(root)
+    assert (plan.generation, plan.player, plan.start) == (2, "models/candidates/gen-0001.pt",
+                                                          "models/candidates/gen-0001.pt")
+    # Training's window: generation 1's self-play, pinned by the hash of its .dvc file.
+    import yaml
+
+    md5 = yaml.safe_load((root / "data/selfplay/gen-0001.dvc").read_text())["outs"][0]["md5"]
+    assert plan.window == (f"data/selfplay/gen-0001 {md5}",)
 
 
 def test_mlflow_runs_versions_and_champion(project):
@@ -133,6 +139,7 @@ def test_lock_file_and_versions(project):
 
     stages = yaml.safe_load(lock)["stages"]
     assert set(stages["train"]["params"]["params.yaml"]) == {"game", "train"}
+    assert stages["train"]["params"]["models/generation.yaml"] == {"window": list(versioning.read_plan(root).window)}
     assert set(stages["selfplay"]["params"]["params.yaml"]) == {"game", "mcts", "selfplay"}
 
 
@@ -198,13 +205,28 @@ def test_a_failed_shard_task_is_retried(prefect_server, tmp_path, monkeypatch):
 
 
 def test_a_second_generation_is_refused(prefect_server, tmp_path):
+    import threading
+
     root = tmp_path / "project"
     root.mkdir()
-    with versioning.project_lock(root):
+    held, release = threading.Event(), threading.Event()
+
+    def holder():  # another thread: the lock is re-entrant only in the thread that holds it
+        with versioning.project_lock(root):
+            held.set()
+            release.wait(60)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(30)
         with pytest.raises(TriError, match="another generation is already running"):
             run_generations(root, ALWAYS, 1)
         proc = tri_cli("loop", "--root", root, "--generations", "1", timeout=60)
         assert_clean_error(proc, 1, "another generation is already running")
+    finally:
+        release.set()
+        thread.join()
     assert not layout.selfplay_dir(root, 1).exists()
 
 

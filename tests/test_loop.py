@@ -201,3 +201,26 @@ def test_cli_curve_and_loop_errors(loop, tmp_path):
                        1, "NAME=SCORE")
     assert not (tmp_path / "c.png").exists()
     assert_clean_error(tri_cli("loop", "--root", tmp_path), 1, "--generations, --minutes or --plateau")
+
+
+def test_loop_refuses_bad_input_before_starting_anything(tmp_path):
+    """Bad input to ``tri loop`` gets one-line errors and a non-zero exit before any server
+    starts or any file is written: a missing project folder (a typo must not create one and
+    train there), a malformed params.yaml, an empty one, a setting the machine has no memory
+    for, a bad option."""
+    typo = tmp_path / "a" / "typo"
+    assert_clean_error(tri_cli("loop", "--root", typo, "--generations", "1"), 2, "does not exist")
+    assert not (tmp_path / "a").exists()
+    root = tmp_path / "project"
+    root.mkdir()
+    cases = [("game: {name: chess}\nmcts: {simulations: -1}\n", 2, "game.name: must be one of",
+              "mcts.simulations: must be > 0"),
+             ("mcts: [1, 2\n", 2, "not valid YAML"),
+             ("# nothing but a comment\n", 2, "is empty"),
+             ("mcts: {simulations: 1000000000}\n", 1, "mcts.simulations", "memory")]
+    for text, code, *needles in cases:
+        (root / "params.yaml").write_text(text)
+        proc = tri_cli("loop", "--root", root, "--generations", "1", timeout=60)
+        assert_clean_error(proc, code, *needles)
+        assert sorted(p.name for p in root.iterdir()) == ["params.yaml"], text  # nothing started, nothing written
+    assert_clean_error(tri_cli("loop", "--root", root, "--generations", "0"), 2, "--generations")

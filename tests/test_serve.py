@@ -164,6 +164,15 @@ def test_both_uis_answer_and_addresses_are_printed(served):
     print(f"startup {served['startup']:.1f} s")
 
 
+def test_a_second_serve_on_the_project_is_refused(served):
+    """Two ``tri serve`` on one project would share its stores: the second is refused at once,
+    before it starts anything, naming the first."""
+    proc = serve_run("--root", served["root"], "--prefect-port", free_port(), "--mlflow-port", free_port(),
+                     home=served["home"])
+    assert_clean_error(proc, 1, f"tri serve for {served['root']} is already running (pid {served['proc'].pid})")
+    assert served["proc"].poll() is None and answers(f"{served['prefect']}/api/health")
+
+
 def test_deployments_registered_with_the_loop_schedule(served, client):
     root = served["root"]
     deployments = {client.read_flow(d.flow_id).name: d for d in client.read_deployments()}

@@ -100,6 +100,33 @@ def test_the_lock_refuses_a_second_generation_and_dies_with_its_holder(tmp_path)
         pass
 
 
+def test_the_lock_is_reentrant_in_its_thread_only(tmp_path):
+    """The loop holds the lock and each of its generations takes it again (same thread); any
+    other thread, like any other process, is refused."""
+    import threading
+
+    refused = []
+
+    def other():
+        try:
+            with versioning.project_lock(tmp_path):
+                pass
+        except TriError as exc:
+            refused.append(str(exc))
+
+    with versioning.project_lock(tmp_path):
+        with versioning.project_lock(tmp_path):
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join()
+        thread = threading.Thread(target=other)  # still held after the inner exit
+        thread.start()
+        thread.join()
+    assert len(refused) == 2 and all("another generation is already running" in r for r in refused)
+    other()  # released after the outer exit
+    assert len(refused) == 2
+
+
 def test_a_versioned_project_runs_on_its_params_yaml(tmp_path):
     versioning.check_params_file(tmp_path, str(tmp_path / "other.yaml"))  # a plain folder: any file
     (tmp_path / ".dvc").mkdir()

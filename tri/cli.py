@@ -17,7 +17,8 @@ PARAMS_OPTION = click.option(
 
 
 class _Group(click.Group):
-    """A group that reports user errors as ``error: ...`` lines instead of tracebacks."""
+    """A group that reports user errors as ``error: ...`` lines instead of tracebacks, and a
+    subcommand's bad option (click's usage errors) as one such line too."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -25,6 +26,11 @@ class _Group(click.Group):
         except TriError as exc:
             for line in str(exc).splitlines():
                 click.echo(f"error: {line}", err=True)
+            ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            message = " ".join(exc.format_message().split())
+            click.echo(f"error: {where}: {message} (see {where} --help)", err=True)
             ctx.exit(exc.exit_code)
 
 
@@ -106,8 +112,9 @@ def selfplay_cmd(model: Path, out: Path, generation: int | None, progress: bool,
 
     result = run(load_params(params_path), model, out, generation=generation, runtime=Runtime(),
                  progress=progress)
-    if result.games == 0:
-        click.echo(f"self-play: all {len(result.shards)} shards in {out} were already complete")
+    if result.played == 0:
+        click.echo(f"self-play: all {len(result.shards)} shards in {out} were already complete "
+                   f"({result.games} games, mean score {result.mean_score:.2f})")
         return
     click.echo(f"self-play: {result.games} games, {result.positions} positions in {result.seconds:.1f} s "
                f"({result.positions_per_second:.1f} positions/s), mean score {result.mean_score:.2f}; "
@@ -192,8 +199,8 @@ def promote_cmd(arena_path: Path, candidate: Path, best: Path, rejected: Path, l
 
 
 @main.command("loop")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True,
-              help="Project folder holding params.yaml, models/ and data/.")
+@click.option("--root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."),
+              show_default=True, help="Project folder holding params.yaml, models/ and data/ (must exist).")
 @click.option("--generations", type=click.IntRange(1), default=None, help="Stop after this many generations.")
 @click.option("--minutes", type=click.FloatRange(0), default=None, help="Stop starting generations after this long.")
 @click.option("--plateau", type=click.IntRange(1), default=None,
@@ -204,48 +211,61 @@ def promote_cmd(arena_path: Path, candidate: Path, best: Path, rejected: Path, l
 def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau: int | None,
              params_path: Path | None) -> None:
     """Run generations as Prefect flows (self-play, train, arena, promote, record), continuing
-    after the last recorded one."""
+    after the last recorded one. Ctrl-C (or SIGTERM) stops it cleanly; run it again to go on."""
     from tri import stores, versioning
+    from tri.config import Runtime, project_params
+    from tri.resources import check_params
 
     if generations is None and minutes is None and plateau is None:
         raise TriError("tri loop: give --generations, --minutes or --plateau")
-    root.mkdir(parents=True, exist_ok=True)
     params_file = str(params_path.resolve()) if params_path is not None else None
-    # Fail fast, before a Prefect server starts (the flow checks both again).
+    # Fail fast, before a Prefect server starts or anything is written (the flow checks them again).
+    check_params(project_params(root, params_file), workers=Runtime().workers)
     versioning.check_params_file(root, params_file)
     with versioning.project_lock(root):
         pass
     stores.configure(root)
-    from pipelines.loop import HEADER, loop_flow
+    from prefect.exceptions import TerminationSignal
 
-    click.echo(HEADER)
-    with _sigterm_interrupts():
-        loop_flow(root=str(root.resolve()), params_file=params_file, generations=generations, minutes=minutes,
-                  plateau=plateau, echo=True)
+    from pipelines import loop
+
+    try:
+        with _stop_on_signals():
+            loop.run(root, params_file, generations=generations, minutes=minutes, plateau=plateau,
+                     echo=click.echo)
+    except (KeyboardInterrupt, TerminationSignal):
+        click.echo("tri loop: stopped; the generation in flight was not recorded (run tri loop again to "
+                   "redo it)", err=True)
+        raise click.exceptions.Exit(130) from None
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts():
-    """Treat SIGTERM (``kill``, a scheduler stopping the job) like Ctrl-C: Python unwinds, so the
-    MLflow run is marked KILLED, the project lock is released and Prefect's temporary server is
-    stopped instead of being left running. While a flow runs, Prefect's own SIGTERM handler
-    (raising ``TerminationSignal``, which the loop also treats as a stop) takes over; this one
-    covers the moments around it, such as the server's start-up."""
+def _stop_on_signals():
+    """SIGINT (Ctrl-C, which a terminal sends to its whole foreground process group) and SIGTERM
+    (``kill``, a scheduler) both stop the loop: the first raises KeyboardInterrupt, so Python
+    unwinds (the shards in flight stop, the flow runs are marked crashed on the Prefect server,
+    still up in its own session, the MLflow run KILLED, the lock released, the server stopped
+    last); later ones are ignored, so the shutdown finishes. While a flow runs, Prefect's own
+    SIGTERM handler raises ``TerminationSignal`` instead, which unwinds the same way."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    stopping = threading.Event()
 
     def interrupt(signum, frame):
-        raise KeyboardInterrupt
+        if not stopping.is_set():
+            stopping.set()
+            raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @main.command("curve")

@@ -16,6 +16,11 @@ from tri.agents import Agent
 from tri.games.base import Game
 
 
+class Stopped(Exception):
+    """:func:`run_episodes` was asked to stop (its run is being interrupted): Python cannot
+    interrupt a thread, so a loop running in one checks between moves instead."""
+
+
 @dataclass
 class GameSummary:
     """One finished game: ``index`` (position in ``seeds``), ``seed``, ``score`` (sum of rewards
@@ -97,10 +102,12 @@ def value_targets(rewards: np.ndarray, root_values: np.ndarray, terminal: bool, 
 def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, concurrent: int,
                  max_moves: int, record: bool = False, discount: float = 1.0, td_steps: int = 0,
                  first_seat: np.ndarray | None = None,
-                 on_game: Callable[[GameSummary, int], None] | None = None) -> Episodes:
+                 on_game: Callable[[GameSummary, int], None] | None = None,
+                 stop: Callable[[], bool] | None = None) -> Episodes:
     """Play one game per seed. ``agents[s]`` moves for seat ``s`` (one agent for single-player
     games). ``record`` keeps every position with the agent's policy and value (the agent must
-    return them). ``on_game(summary, positions_in_game)`` is called as each game ends."""
+    return them). ``on_game(summary, positions_in_game)`` is called as each game ends.
+    ``stop()`` is asked before every move; when it says yes, :class:`Stopped` is raised."""
     seeds = np.asarray(seeds, dtype=np.int64)
     total = seeds.shape[0]
     first_seat = np.zeros(total, np.int64) if first_seat is None else np.asarray(first_seat, np.int64)
@@ -131,6 +138,8 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
 
     start(np.arange(slots))
     while (active := np.flatnonzero(slot_game >= 0)).size:
+        if stop is not None and stop():
+            raise Stopped(f"stopped with {len(summaries)} of {total} games finished")
         actions = np.zeros(active.size, np.int64)
         policy = np.zeros((active.size, game.num_actions), np.float32) if record else None
         root_value = np.zeros(active.size, np.float32)

@@ -27,6 +27,11 @@ def mlflow_dir(root: Path) -> Path:
     return Path(root).resolve() / ".mlflow"
 
 
+def cache_dir(root: Path) -> Path:
+    """Caches of the tools tri uses (``.cache``, ignored by git)."""
+    return Path(root).resolve() / ".cache"
+
+
 def dvc_site_cache(root: Path) -> Path:
     """DVC's per-repository state (file hashes, its index), which it keeps under ``/var/tmp/dvc``
     unless told otherwise; ``.dvc/tmp`` is DVC's own scratch folder, ignored by git."""
@@ -39,13 +44,17 @@ def configure(root: Path) -> dict[str, str]:
     machines, and switch telemetry off. Returns what it set."""
     wanted = {"PREFECT_HOME": str(prefect_home(root)),
               "DVC_SITE_CACHE_DIR": str(dvc_site_cache(root)),
-              # matplotlib (learning curves, rendered games) would cache fonts in the home folder
-              "MPLCONFIGDIR": str(mlflow_dir(root) / "matplotlib"),
+              # Other tools' caches: matplotlib's font list (learning curves, rendered games), the
+              # XDG cache (fontconfig's, for one), torch's compile cache (made at import, in $TMPDIR)
+              "MPLCONFIGDIR": str(cache_dir(root) / "matplotlib"),
+              "XDG_CACHE_HOME": str(cache_dir(root)),
+              "TORCHINDUCTOR_CACHE_DIR": str(cache_dir(root) / "torchinductor"),
               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-              # Run logs (INFO) go to the Prefect server, so the UI shows them; the terminal gets
-              # warnings only (tri loop prints its own row per generation).
+              # Run logs (INFO and up, errors with their tracebacks) go to the Prefect server, so the
+              # UI shows them; the terminal gets tri's own lines only (a row per generation, and
+              # one line per problem), not Prefect's copies of them.
               "PREFECT_LOGGING_LEVEL": "INFO",
-              "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+              "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
               **TELEMETRY_OFF}
     done = {}
     for key, value in wanted.items():

@@ -96,8 +96,13 @@ def _client(uri: str):
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     client = _clients.get(uri)
     if client is None:
+        import logging
+
         from mlflow import MlflowClient
 
+        # Not its "Creating initial MLflow database tables..." lines on the terminal, in the middle
+        # of tri loop's table (a new store is no news; errors still show).
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
         client = _clients[uri] = MlflowClient(tracking_uri=uri, registry_uri=uri)
     return client
 
@@ -252,6 +257,27 @@ def end_loop(root: Path, run_id: str | None, status: str = "FINISHED", *,
     client, _ = _open(Path(root).resolve(), runtime, create=False)
     if client is not None:
         client.set_terminated(run_id, status)
+
+
+def close_stale_runs(root: Path, *, runtime: Runtime | None = None) -> list[str]:
+    """Mark KILLED the runs of this project still RUNNING: left so by a ``tri loop`` that was
+    killed (SIGKILL, a power cut) before it could close them. Call with the project lock held,
+    so no run of this project is really in flight. Returns the names of the runs closed."""
+    root = Path(root).resolve()
+    try:
+        client, _ = _open(root, runtime, create=False)
+    except TriError:  # no store yet: nothing to close
+        return []
+    if client is None:
+        return []
+    experiments = [e.experiment_id for e in client.search_experiments(filter_string="name LIKE 'tri-%'")]
+    if not experiments:
+        return []
+    runs = client.search_runs(experiments, filter_string=f"tags.`tri.project` = '{_project_id(root)}' "
+                                                         "and attributes.status = 'RUNNING'")
+    for run in runs:
+        client.set_terminated(run.info.run_id, "KILLED")
+    return [run.info.run_name for run in runs]
 
 
 def log_evaluation(root: Path, params: Params, name: str, metrics: Mapping[str, float], *,

@@ -23,9 +23,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import yaml
 
 from tri import atomic, layout
 from tri.config import Params
@@ -37,18 +40,24 @@ _HERE = Path(".")
 @dataclass(frozen=True)
 class Plan:
     """What generation ``generation`` reads: ``player`` plays self-play and defends in the arena;
-    training starts from ``start``. Paths are relative to the project (posix)."""
+    training starts from ``start`` and reads the self-play of ``window`` (the earlier
+    generations of its replay window, each ``"PATH MD5"`` with the hash of its ``.dvc`` file,
+    or ``"PATH"`` in a plain folder) and its own. Paths are relative to the project (posix).
+    ``dvc.yaml``'s train stage records ``window`` as a param, so ``dvc.lock`` pins exactly the
+    data training read, whatever later generations left in ``data/selfplay``."""
 
     generation: int
     player: str
     start: str
+    window: tuple[str, ...] = ()
 
     @property
     def gen(self) -> str:
         return f"{self.generation:04d}"
 
     def to_vars(self) -> dict:
-        return {"generation": self.generation, "gen": self.gen, "player": self.player, "start": self.start}
+        return {"generation": self.generation, "gen": self.gen, "player": self.player, "start": self.start,
+                "window": list(self.window)}
 
 
 def _rel(path: Path) -> str:
@@ -96,7 +105,10 @@ def parse_plan(text: str, source: str = "models/generation.yaml") -> Plan:
 
     try:
         data = parse_yaml(text, source)
-        plan = Plan(int(data["generation"]), str(data["player"]), str(data["start"]))
+        window = data.get("window", [])
+        if not isinstance(window, list):
+            raise ValueError(f"window {window!r} is not a list")
+        plan = Plan(int(data["generation"]), str(data["player"]), str(data["start"]), tuple(map(str, window)))
         if data["gen"] != plan.gen:
             raise ValueError(f"gen {data['gen']!r} is not {plan.gen!r}")
     except Exception as exc:  # a damaged or hand-edited file
@@ -118,13 +130,29 @@ def write_plan(root: Path, plan: Plan) -> None:
 
 # --- the project lock ---------------------------------------------------------------------------
 
+_held = threading.local()  # lock files this thread holds, with their depth
+
+
 @contextmanager
 def project_lock(root: Path):
-    """Hold the project's generation lock, or raise :class:`TriError` if another process holds
-    it. The lock is an OS file lock, so a crashed run never leaves it stuck."""
+    """Hold the project's generation lock, or raise :class:`TriError` if another process (or
+    thread) holds it. The loop holds it for its whole run and each generation takes it again:
+    in the thread that holds it, it is re-entrant. It is an OS file lock, so a crashed run never
+    leaves it stuck."""
     import fcntl
 
     path = layout.lock_path(root)
+    key = str(Path(path).resolve())
+    depth = getattr(_held, "depth", None)
+    if depth is None:
+        depth = _held.depth = {}
+    if key in depth:
+        depth[key] += 1
+        try:
+            yield
+        finally:
+            depth[key] -= 1
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -136,7 +164,11 @@ def project_lock(root: Path):
                            "wait for it or stop it first") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}".encode())
-        yield
+        depth[key] = 1
+        try:
+            yield
+        finally:
+            del depth[key]
     finally:
         os.close(fd)  # closing releases the lock
 
@@ -186,8 +218,9 @@ def _tracked(root: Path, path: Path) -> bool:
 
 
 def begin(params: Params, root: Path, generation: int) -> Plan:
-    """Write the plan of ``generation`` and archive the outputs of the generations before it
-    that ``dvc.lock`` no longer holds."""
+    """Write the plan of ``generation``: archive the outputs of the generations before it that
+    ``dvc.lock`` no longer holds (once the plan has moved dvc.yaml's paths past them), then
+    name the training window with their hashes."""
     plan = make_plan(params, root, generation)
     write_plan(root, plan)
     if enabled(root) and generation > 1:
@@ -196,7 +229,24 @@ def begin(params: Params, root: Path, generation: int) -> Plan:
         if archive:
             with _repo(root) as repo:
                 repo.add([str(p) for p in archive])
+    plan = replace(plan, window=_window(root, generation, params.train.window))
+    write_plan(root, plan)
     return plan
+
+
+def _window(root: Path, generation: int, size: int) -> tuple[str, ...]:
+    """The earlier self-play folders training reads in ``generation`` (see :class:`Plan`)."""
+    entries = []
+    for folder in layout.window_dirs(Path(root), generation - 1, size - 1):
+        rel = _rel(folder.relative_to(root))
+        try:
+            outs = yaml.safe_load((Path(root) / f"{rel}.dvc").read_text())["outs"]
+            entries.append(f"{rel} {outs[0]['md5']}")
+        except FileNotFoundError:  # not archived: a plain folder
+            entries.append(rel)
+        except (yaml.YAMLError, KeyError, IndexError, TypeError):
+            raise TriError(f"{rel}.dvc: not a .dvc file DVC wrote (restore it with git)") from None
+    return tuple(entries)
 
 
 def record(root: Path) -> None:
@@ -243,6 +293,20 @@ def git_commit(root: Path, message: str, *, tag: str | None = None) -> str:
     if tag:
         _git(root, "tag", "-f", tag, commit)
     return commit
+
+
+def recover(root: Path) -> int | None:
+    """Finish the record of a generation whose decision was logged but which was stopped (or
+    killed) before its git commit and tag: commit and tag it now. Call with the project lock
+    held. Returns the generation finished, or None if there was nothing to do."""
+    if not enabled(root):
+        return None
+    last = next_generation(root) - 1
+    tag = f"tri/gen-{last:04d}"
+    if last < 1 or _git(root, "tag", "--list", tag).stdout.strip():
+        return None
+    finish(root, last, f"tri: generation {last} (recorded after an interrupted run)")
+    return last
 
 
 def dvc_status_clean(root: Path) -> bool:

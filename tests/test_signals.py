@@ -1,0 +1,162 @@
+"""Stopping ``tri loop`` every way a person or a machine does, in a git + DVC project with MLflow on.
+
+Each scenario runs ``tri loop --generations 2`` as a user would (its own session, its own Prefect
+server), lets generation 1 of that run finish, then signals it in the middle of the next
+generation's self-play or training:
+
+- SIGINT to the process group (a terminal's Ctrl-C reaches every process in it), SIGINT to the
+  process, SIGTERM: it exits within seconds with one line and status 130, no traceback, the
+  loop's MLflow run KILLED;
+- SIGKILL: it cannot clean up; the Prefect server it started dies with it, and the next start
+  marks the MLflow run it left RUNNING as KILLED and its flow runs as Crashed.
+
+Afterwards no process the run started is alive, the lock is free, the best model loads, the
+interrupted generation left no decision, every finished one its git tag, and the next run (the
+next scenario's, then a last one) completes a generation; at the end ``git status`` and
+``dvc status`` are clean.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tri import layout, versioning
+from tri.config import dump_params
+from tri.net import load_checkpoint
+
+from tests.pipeline_fixtures import PARAMS, with_section
+from tests.test_flow import git, new_project
+
+# Self-play and training each last a few seconds, so a signal can land inside either.
+SLOW = with_section(with_section(with_section(PARAMS, "selfplay", games=96, concurrent=8, max_moves=30),
+                                 "train", max_steps=400, samples_per_position=100.0),
+                    "arena", rule="mean", threshold=-1e9)
+SCENARIOS = [("INT", "group", "selfplay"), ("INT", "group", "train"), ("INT", "process", "selfplay"),
+             ("TERM", "process", "train"), ("TERM", "process", "selfplay"), ("INT", "process", "train"),
+             ("KILL", "process", "selfplay"), ("KILL", "process", "train")]
+STOPPED = "tri loop: stopped; the generation in flight was not recorded (run tri loop again to redo it)"
+
+
+def loop_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PREFECT_", "MLFLOW_", "TRI_", "DVC_", "XDG_")) and k != "MPLCONFIGDIR"}
+    return {**env, "HOME": str(home), "TRI_WORKERS": "1",
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])}
+
+
+def started_by(root: Path) -> list[psutil.Process]:
+    """Live processes started with the project's stores in their environment: ``tri loop``'s
+    children after it configured them (its Prefect server among them)."""
+    marker = f"PREFECT_HOME={root}/.prefect".encode()
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if marker in Path(f"/proc/{p.pid}/environ").read_bytes():
+                found.append(p)
+        except OSError:  # gone, or not ours
+            pass
+    return found
+
+
+def wait_until(condition, timeout: float, proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, f"tri loop exited before {what}: {proc.stderr.read()[-3000:]}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def loop_runs(root: Path) -> dict[str, str]:
+    from mlflow import MlflowClient
+
+    from tri import tracking
+
+    client = MlflowClient(tracking_uri=tracking.store(root).tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name("tri-triangle").experiment_id])
+    return {r.info.run_id: r.info.status for r in runs if r.data.tags.get("tri.kind") == "loop"}
+
+
+def check_generation_recorded(root: Path, generation: int) -> None:
+    tags = git(root, "tag", "--list", "tri/*").split()
+    assert tags == [f"tri/gen-{g:04d}" for g in range(1, generation + 1)]
+    assert git(root, "status", "--porcelain") == ""
+    assert versioning.dvc_status_clean(root)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_every_way_of_stopping_the_loop_leaves_a_project_that_goes_on(tmp_path):
+    root, home = new_project(tmp_path / "project"), tmp_path / "home"
+    home.mkdir()
+    (root / "params.yaml").write_text(dump_params(SLOW))
+    git(root, "commit", "-q", "-am", "params for a slower generation")
+    env = loop_env(home)
+    done = 0  # generations recorded
+    for sig, target, phase in SCENARIOS:
+        runs_before = loop_runs(root) if done else {}
+        proc = subprocess.Popen([sys.executable, "-m", "tri.cli", "loop", "--root", str(root), "--generations", "2"],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            # The run goes on where the last stopped: its first generation completes.
+            wait_until(lambda: versioning.next_generation(root) == done + 2, 300, proc, "a generation")
+            done += 1
+            g = done + 1
+            folder = layout.selfplay_dir(root, g)
+            if phase == "selfplay":
+                wait_until(lambda: folder.is_dir(), 60, proc, "self-play")
+                time.sleep(0.5)
+                assert len(layout.shard_paths(folder)) < SLOW.selfplay.shards, "self-play ended before the signal"
+            else:
+                wait_until(lambda: len(layout.shard_paths(folder)) == SLOW.selfplay.shards, 120, proc, "training")
+                time.sleep(0.5)
+                assert not layout.candidate_path(root, g).exists(), "training ended before the signal"
+            sent = time.monotonic()
+            if target == "group":
+                os.killpg(proc.pid, getattr(signal, f"SIG{sig}"))
+            else:
+                proc.send_signal(getattr(signal, f"SIG{sig}"))
+            out, err = proc.communicate(timeout=60)
+            seconds = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        what = f"SIG{sig} to the {target} during {phase}"
+        # Every finished generation is committed and tagged; the stopped one's plan and archived
+        # inputs stay in the work tree until the next run redoes it (checked clean at the end).
+        assert git(root, "tag", "--list", "tri/*").split() == [f"tri/gen-{n:04d}" for n in range(1, done + 1)]
+        if sig == "KILL":
+            assert proc.returncode == -signal.SIGKILL
+        else:
+            assert proc.returncode == 130, (what, proc.returncode, err)
+            assert err.strip() == STOPPED and "Traceback" not in out, (what, err)
+            assert seconds < 15, (what, seconds)
+            new = {k: v for k, v in loop_runs(root).items() if k not in runs_before}
+            assert list(new.values()) == ["KILLED"], (what, new)
+        # Nothing it started is left (the server dies with it even after SIGKILL), the lock is free.
+        deadline = time.monotonic() + 15
+        while started_by(root) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert started_by(root) == [], (what, started_by(root))
+        with versioning.project_lock(root):
+            pass
+        assert versioning.next_generation(root) == g  # the interrupted generation left no decision
+        assert load_checkpoint(layout.best_path(root)).generation == done
+    # A last run, after the SIGKILL: its cleanup closes the MLflow run the killed loop left open.
+    proc = subprocess.run([sys.executable, "-m", "tri.cli", "loop", "--root", str(root), "--generations", "1"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "note: marked 1 MLflow run(s) a killed tri loop left RUNNING as KILLED" in proc.stdout
+    assert "note: marked 2 Prefect flow run(s) a killed tri loop left running as Crashed" in proc.stdout  # loop, generation
+    check_generation_recorded(root, done + 1)
+    statuses = sorted(loop_runs(root).values())
+    assert statuses == ["FINISHED"] + ["KILLED"] * len(SCENARIOS), statuses
+    assert list(home.iterdir()) == []
