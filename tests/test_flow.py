@@ -250,28 +250,6 @@ def test_shards_are_the_same_bytes_through_dask(prefect_server, tmp_path):
     assert len(by["dask"]) == 2 * PARAMS.selfplay.shards and by["dask"] == by["threads"]
 
 
-def test_the_command_writes_only_inside_the_project(tmp_path):
-    """``tri loop`` as a user runs it (its own temporary Prefect server, MLflow on), from another
-    folder and with an empty home: every store lands in the project, nothing elsewhere."""
-    home, elsewhere, root = tmp_path / "home", tmp_path / "elsewhere", tmp_path / "project"
-    for d in (home, elsewhere, root):
-        d.mkdir()
-    (root / "params.yaml").write_text(dump_params(ALWAYS))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_", "TRI_", "DVC_"))}
-    env.update(HOME=str(home), TRI_WORKERS="1", TRI_TASK_RUNNER="threads")
-    env.pop("MPLCONFIGDIR", None)
-    env.pop("XDG_CACHE_HOME", None)
-    env.pop("XDG_CONFIG_HOME", None)
-    proc = subprocess.run([sys.executable, "-m", "tri.cli", "loop", "--root", str(root), "--generations", "1"],
-                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines()[0].split()[:3] == ["generation", "self-play", "mean"]
-    assert proc.stdout.splitlines()[1].split()[0] == "1"
-    assert list(elsewhere.iterdir()) == []
-    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
-    assert (root / ".prefect").is_dir() and (root / ".mlflow" / "mlflow.db").is_file()
-
-
 def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     """Tic-Tac-Toe through the versioned flow: its own MLflow experiment and registered model,
     colours alternating in the arena, a clean lock file."""
