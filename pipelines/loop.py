@@ -15,16 +15,15 @@ reaches the loop first and the server records how the runs ended before it is st
 
 from __future__ import annotations
 
+import math
+import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.exceptions import TerminationSignal
-
-import math
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 from pipelines.generation import configured
 from tri import stores, versioning
