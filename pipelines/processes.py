@@ -182,27 +182,6 @@ def running(services: list[Service], cwd: Path, timeout: float = STARTUP_TIMEOUT
         yield [proc for _, proc in started]
 
 
-@contextmanager
-def only_one(path: Path, what: str) -> Iterator[None]:
-    """Hold an OS lock on ``path`` while inside, or raise :class:`TriError` naming the process
-    that holds it: one ``what`` at a time. A killed holder releases it with its last breath."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = path.read_text().strip() or "another process"
-            raise TriError(f"{what} is already running ({holder}); use it, or stop it first") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
-        yield
-    finally:
-        os.close(fd)
-
-
 # ---- pid records: finding a server a killed tri left running ------------------------------------
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from pipelines.processes import HOST, STARTUP_TIMEOUT, Service, check_port, only_one, running, stop_workers
-from tri import stores
+from pipelines.processes import HOST, STARTUP_TIMEOUT, Service, check_port, running, stop_workers
+from tri import atomic, stores
 from tri.errors import TriError
 
 PREFECT_PORT = 4200
@@ -294,7 +294,8 @@ def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = ML
     services = [prefect_service(root, prefect_port)]
     if store.artifact_location is not None:  # a local store: serve its UI (a tracking server has its own)
         services.append(mlflow_service(root, mlflow_port, store.tracking_uri, store.artifact_location))
-    with only_one(stores.prefect_home(root) / "serve.lock", f"tri serve for {root}"):
+    with atomic.exclusive(stores.prefect_home(root) / "serve.lock",  # they would share its stores
+                          f"tri serve for {root} is already running ({{holder}}); use it, or stop it first"):
         for service in services:
             check_port(service)
         _serve(root, services, schedule, loop_stop, params_file, timeout, echo, store.tracking_uri)

@@ -1,6 +1,7 @@
-"""Crash-safe file writes: everything tri writes goes to a temporary file in the destination's
-folder and is renamed over the destination when complete, so a crash mid-write leaves the last
-good file (and at worst a hidden ``.NAME.*.tmp`` file, never a partial ``NAME``)."""
+"""Crash-safe files: everything tri writes goes to a temporary file in the destination's folder
+and is renamed over the destination when complete, so a crash mid-write leaves the last good
+file (and at worst a hidden ``.NAME.*.tmp`` file, never a partial ``NAME``); and lock files that
+a crashed holder never leaves held (:func:`exclusive`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tri.errors import TriError
 
 
 @contextmanager
@@ -52,3 +55,25 @@ def copy(src: str | Path, dst: str | Path) -> None:
     """Copy ``src`` over ``dst``; ``dst`` is always either the old or the new file."""
     with replacing(dst) as tmp:
         shutil.copyfile(src, tmp)
+
+
+@contextmanager
+def exclusive(path: str | Path, busy: str) -> Iterator[None]:
+    """Hold an OS lock on ``path`` (which notes the holder's pid) while inside, or raise
+    :class:`TriError` with ``busy``, its ``{holder}`` replaced by the holder (``pid 123``), if
+    another holds it. The OS releases it when its holder dies, however it dies."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TriError(busy.replace("{holder}", path.read_text().strip() or "another process")) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

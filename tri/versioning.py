@@ -139,8 +139,6 @@ def project_lock(root: Path):
     thread) holds it. The loop holds it for its whole run and each generation takes it again:
     in the thread that holds it, it is re-entrant. It is an OS file lock, so a crashed run never
     leaves it stuck."""
-    import fcntl
-
     path = layout.lock_path(root)
     key = str(Path(path).resolve())
     depth = getattr(_held, "depth", None)
@@ -153,24 +151,14 @@ def project_lock(root: Path):
         finally:
             depth[key] -= 1
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = Path(path).read_text().strip() or "another process"
-            raise TriError(f"another generation is already running in {Path(root).resolve()} ({holder}); "
-                           "wait for it or stop it first") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
+    busy = (f"another generation is already running in {Path(root).resolve()} ({{holder}}); "
+            "wait for it or stop it first")
+    with atomic.exclusive(path, busy):
         depth[key] = 1
         try:
             yield
         finally:
             del depth[key]
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 # --- DVC and git ---------------------------------------------------------------------------------
