@@ -43,7 +43,9 @@ def git(root: Path, *args: str) -> str:
 def dvc(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     # The stages' commands are `tri ...`: the environment's bin folder on PATH, as an activated
     # virtual environment would have it.
+    # DVC's site cache in the project from `dvc init` on (before .dvc/config says so), as tri sets it.
     env = {**os.environ, "DVC_NO_ANALYTICS": "1",
+           "DVC_SITE_CACHE_DIR": str(Path(root).resolve() / ".dvc" / "tmp" / "site-cache"),
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
     return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root, capture_output=True, text=True,
                           env=env, timeout=timeout)
