@@ -141,10 +141,9 @@ def arena_task(root: Path, params_file: str | None, plan: versioning.Plan):
 
     params = project_params(root, params_file)
     g = plan.generation
-    candidate = layout.candidate_path(Path("."), g).as_posix()
-    # Absolute paths to play, and the relative ones (as dvc.yaml's command has them) in the file.
-    return arena.run(params, str(root / candidate), str(root / plan.player), generation=g,
-                     out=layout.arena_path(root, g), runtime=Runtime(), labels=(candidate, plan.player))
+    # The players named by role in the file, as dvc.yaml's command names them.
+    return arena.run(params, str(layout.candidate_path(root, g)), str(root / plan.player), generation=g,
+                     out=layout.arena_path(root, g), runtime=Runtime(), labels=("candidate", "best"))
 
 
 @task(name="promote")

@@ -10,6 +10,11 @@ import pytest
 from tri.games.triangle import TriangleGame
 
 
+def pytest_addoption(parser):
+    parser.addoption("--record-hashes", action="store_true",
+                     help="test_behaviour: print each case's file hashes instead of comparing them")
+
+
 @pytest.fixture(scope="session")
 def game() -> TriangleGame:
     """The triangle puzzle with the reference (default) rules."""

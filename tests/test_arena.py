@@ -340,6 +340,20 @@ def test_cli_arena(tmp_path):
     assert rows["greedy"][1] == f"{result.a.mean:.3f}" and rows["random"][1] == f"{result.b.mean:.3f}"
 
 
+def test_cli_arena_names_the_players_by_role(tmp_path):
+    """The loop's arena (dvc.yaml) names the players by role, so the file does not depend on paths."""
+    params = write_params(tmp_path / "params.yaml")
+    out = tmp_path / "x.json"
+    proc = tri_cli("arena", "greedy", "random", "--games", 2, "--params", params, "--out", out,
+                   "--names", "candidate,best", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = load_result(out)
+    assert (result.a.name, result.b.name) == ("candidate", "best")
+    bad = tri_cli("arena", "greedy", "random", "--games", 2, "--params", params, "--names", "candidate", cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "--names 'candidate': expected two names" in bad.stderr.strip().splitlines()[-1]
+
+
 def test_cli_arena_refuses_checkpoints_of_another_configuration(tmp_path):
     params = write_params(tmp_path / "params.yaml")
     mine, other = tmp_path / "mine.pt", tmp_path / "other.pt"

@@ -165,9 +165,12 @@ def train_cmd(model: Path, data: tuple[Path, ...], root: Path | None, out: Path,
 @click.option("--generation", type=int, default=0, show_default=True,
               help="Generation whose arena seeds to use (the loop gives each generation its own).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the result as JSON.")
+@click.option("--names", default=None, metavar="A_NAME,B_NAME",
+              help="Names of A and B in the result (default: A and B as given); the loop's arena names "
+                   "them by role: candidate,best.")
 @PARAMS_OPTION
 def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: int, out: Path | None,
-              params_path: Path | None) -> None:
+              names: str | None, params_path: Path | None) -> None:
     """Compare players A and B on the same seeds and decide whether A should replace B.
 
     A and B: a checkpoint path (plays with search), mcts:PATH:N, net:PATH, random, greedy, or a
@@ -176,8 +179,14 @@ def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: i
     from tri.arena import print_result, run
     from tri.config import Runtime, load_params
 
+    labels = None
+    if names is not None:
+        parts = names.split(",")
+        if len(parts) != 2 or not all(p.strip() for p in parts):
+            raise click.UsageError(f"--names {names!r}: expected two names separated by a comma, e.g. candidate,best")
+        labels = (parts[0].strip(), parts[1].strip())
     print_result(run(load_params(params_path), a, b, games=games, seed=seed, generation=generation, out=out,
-                     runtime=Runtime()))
+                     runtime=Runtime(), labels=labels))
 
 
 @main.command("promote")
