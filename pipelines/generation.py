@@ -2,13 +2,13 @@
 task runner), train, arena against the best, promote, record.
 
 The tasks call the same stage functions as the ``tri`` commands that ``dvc.yaml`` runs, with the
-same inputs, so the files are the same bytes whichever ran them; :mod:`tri.versioning` then
+same inputs, so the files are the same bytes whichever ran them; :mod:`tri.record.versioning` then
 makes ``dvc.lock`` describe the run and commits it. Tasks pass paths and small results, never
 networks. Shard tasks retry; a shard already complete with the same inputs is kept, so a
 retried or resumed generation does not play it again. A project lock refuses a second
 generation on the same project.
 
-Call :func:`tri.stores.configure` before importing this module (the CLI and ``tri serve`` do),
+Call :func:`tri.record.stores.configure` before importing this module (the CLI and ``tri serve`` do),
 so Prefect's state lives in the project.
 """
 
@@ -24,13 +24,14 @@ from prefect import flow, get_run_logger, task
 from prefect.futures import wait
 
 from pipelines.runners import make_task_runner
-from tri import layout, versioning
+from tri import layout
+from tri.record import versioning
 from tri.config import Params, Runtime, project_params
 
 
 @dataclass(frozen=True)
 class GenerationResult:
-    """What a generation did (returned by the flow; logged to MLflow by :mod:`tri.tracking`)."""
+    """What a generation did (returned by the flow; logged to MLflow by :mod:`tri.record.tracking`)."""
 
     generation: int
     selfplay_games: int
@@ -158,7 +159,7 @@ def promote_task(root: Path, generation: int):
 @task(name="track", retries=1)
 def track_task(root: Path, params_file: str | None, generation: int, parent_run_id: str | None,
                extra: dict[str, float]):
-    from tri import tracking
+    from tri.record import tracking
 
     return tracking.log_generation(root, project_params(root, params_file), generation, parent_run_id=parent_run_id,
                                    metrics=extra)

@@ -26,7 +26,7 @@ from prefect import flow, get_run_logger
 from prefect.exceptions import TerminationSignal
 
 from pipelines.generation import configured
-from tri import stores, versioning
+from tri.record import stores, versioning
 from tri.config import Runtime, project_params
 
 
@@ -68,7 +68,7 @@ def loop_flow(root: str = ".", params_file: str | None = None, generations: int 
 
 def _loop(project: Path, params_file: str | None, generations: int | None, minutes: float | None,
           plateau: int | None, echo: bool) -> list[dict]:
-    from tri import tracking
+    from tri.record import tracking
 
     logger = get_run_logger()
     runtime = Runtime()
@@ -105,7 +105,7 @@ def recover(root: Path) -> list[str]:
     RUNNING as KILLED, and commit a generation it decided but did not commit. Call with the
     project lock held. Returns one line per thing done, for the person watching."""
     from pipelines import processes
-    from tri import tracking
+    from tri.record import tracking
 
     done = []
     server = processes.stop_recorded(server_record(root))
@@ -170,7 +170,7 @@ def run(root: Path, params_file: str | None = None, *, generations: int | None =
         echo: Callable[[str], None] = print) -> list[dict]:
     """``tri loop``: recover from a killed loop, then run :func:`loop_flow` against a Prefect
     server (see the module docstring), printing a row per generation. Call
-    :func:`tri.stores.configure` first. A stopped loop raises ``KeyboardInterrupt`` or Prefect's
+    :func:`tri.record.stores.configure` first. A stopped loop raises ``KeyboardInterrupt`` or Prefect's
     ``TerminationSignal`` after everything it started has ended."""
     root = Path(root).resolve()
     with versioning.project_lock(root):

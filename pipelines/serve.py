@@ -28,7 +28,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from pipelines.processes import HOST, STARTUP_TIMEOUT, Service, check_port, running, stop_workers
-from tri import atomic, stores
+from tri import atomic
+from tri.record import stores
 from tri.errors import TriError
 
 PREFECT_PORT = 4200
@@ -44,7 +45,7 @@ class Schedule:
 
     def check(self) -> None:
         """Raise :class:`TriError` for a schedule Prefect would refuse. Call after
-        :func:`tri.stores.configure` (it imports prefect, which creates ``PREFECT_HOME``)."""
+        :func:`tri.record.stores.configure` (it imports prefect, which creates ``PREFECT_HOME``)."""
         if self.interval is not None and self.cron is not None:
             raise TriError("give --interval or --cron, not both")
         if self.interval is not None and self.interval <= 0:
@@ -97,7 +98,7 @@ def log_dir(root: Path) -> Path:
 
 def prefect_service(root: Path, port: int, *, ui: bool = True) -> Service:
     """``prefect server start`` on ``port``; its database lives in ``PREFECT_HOME`` (the project's
-    ``.prefect``, set by :func:`tri.stores.configure` and passed on in the environment). ``ui``:
+    ``.prefect``, set by :func:`tri.record.stores.configure` and passed on in the environment). ``ui``:
     serve the web UI too (``tri loop``'s own server has none)."""
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
     if not ui:
@@ -278,7 +279,7 @@ def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = ML
     module docstring). Changes this process's working directory to ``root`` and sets its
     ``PREFECT_HOME`` (flow runs inherit both). ``echo`` prints the addresses. Raises
     :class:`TriError` for a bad option or a server that does not start."""
-    from tri import tracking, versioning
+    from tri.record import tracking, versioning
     from tri.config import Runtime
 
     if prefect_port == mlflow_port:

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tri.games.triangle import TriangleGame
+from tri.games.triangle.game import TriangleGame
 
 
 def pytest_addoption(parser):
@@ -38,7 +38,7 @@ def prefect_server(tmp_path_factory):
     """A temporary Prefect server and database for the session (Prefect's test harness), with
     Prefect's home in a temporary folder and every tool's telemetry off. Import ``pipelines``
     only after this fixture: Prefect reads its settings at import."""
-    from tri import stores
+    from tri.record import stores
 
     os.environ["PREFECT_HOME"] = str(tmp_path_factory.mktemp("prefect-home"))
     stores.configure(tmp_path_factory.getbasetemp())

@@ -19,7 +19,7 @@ from tri.config import (ArenaParams, GameParams, MctsParams, NetParams, Params, 
 from tri.episodes import Episodes, GameSummary
 from tri.games import make_game
 from tri.games.base import sample_legal
-from tri.games.triangle_rules import TriangleConfig
+from tri.games.triangle.rules import TriangleConfig
 from tri.net import Checkpoint, build_model, save_checkpoint
 from tri.shards import write_shard
 

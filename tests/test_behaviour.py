@@ -20,7 +20,7 @@ from tri import arena, layout, selfplay, train
 from tri.config import (ArenaParams, GameParams, MctsParams, NetParams, Params, Runtime, SelfplayParams,
                         TrainParams)
 from tri.games import make_game
-from tri.games.kinrow_rules import Connect4Config, MnkConfig
+from tri.games.kinrow.rules import Connect4Config, MnkConfig
 from tri.net import initial_checkpoint, save_checkpoint
 
 NET = NetParams(channels=8, blocks=1, value_hidden=16, support_max=10, seed=3)

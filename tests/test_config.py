@@ -16,7 +16,7 @@ from tri.cli import main as cli
 from tri.config import Params, Runtime, dump_params, load_params
 from tri.errors import ParamsError, TriError
 from tri.games import make_game
-from tri.games.triangle_rules import DEFAULT_TEMPLATES, TriangleConfig
+from tri.games.triangle.rules import DEFAULT_TEMPLATES, TriangleConfig
 from tri.resources import check_params, format_bytes, machine_memory
 
 from tests.pipeline_fixtures import assert_clean_error, tri_cli

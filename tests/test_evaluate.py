@@ -17,8 +17,8 @@ from tri.config import GameParams, NetParams, Params, Runtime
 from tri.errors import TriError
 from tri.evaluate import (EvalRow, load_testset, run_connect4, run_tictactoe, score_positions, solve,
                           find_testsets)
-from tri.games.connect4 import Connect4Config, Connect4Game
-from tri.games.mnk import MnkConfig, MnkGame
+from tri.games.kinrow.connect4 import Connect4Config, Connect4Game
+from tri.games.kinrow.mnk import MnkConfig, MnkGame
 from tri.net import Checkpoint, build_model, save_checkpoint
 
 from tests.games.reference_kinrow import ReferenceBoard
@@ -278,7 +278,7 @@ def games_cli(*args, cwd: Path):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "tri.cli_games", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "tri.cli", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 

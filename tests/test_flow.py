@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tri import layout, versioning
+from tri import layout
+from tri.record import versioning
 from tri.errors import TriError
 from tri.net import load_checkpoint
 
@@ -99,7 +100,7 @@ def test_generations_files_and_decisions(project):
 
 
 def test_mlflow_runs_versions_and_champion(project):
-    from tri import tracking
+    from tri.record import tracking
 
     root, results = project["root"], project["results"]
     from mlflow import MlflowClient
@@ -257,7 +258,7 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     colours alternating in the arena, a clean lock file."""
     from mlflow import MlflowClient
 
-    from tri import tracking
+    from tri.record import tracking
     from tri.config import ArenaParams, GameParams, MctsParams, SelfplayParams
 
     params = PARAMS.model_copy(update={
@@ -303,7 +304,7 @@ def test_sigterm_stops_the_loop_and_everything_it_started(tmp_path):
 
     from mlflow import MlflowClient
 
-    from tri import tracking
+    from tri.record import tracking
 
     root = tmp_path / "project"
     root.mkdir()

@@ -20,7 +20,7 @@ from tri import layout
 from tri.arena import load_result
 from tri.net import load_checkpoint
 from tri.shards import read_positions
-from tri.versioning import next_generation
+from tri.record.versioning import next_generation
 
 from tests.pipeline_fixtures import (PARAMS, PNG_SIGNATURE, assert_clean_error, game_of, run_generations, tri_cli,
                                      with_section)

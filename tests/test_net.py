@@ -23,8 +23,8 @@ from tri.cli import main as cli
 from tri.config import NetParams, Params
 from tri.errors import TriError
 from tri.games import make_game
-from tri.games.triangle import TriangleGame
-from tri.games.triangle_rules import TriangleConfig
+from tri.games.triangle.game import TriangleGame
+from tri.games.triangle.rules import TriangleConfig
 from tri.net import (FORMAT, FORMAT_VERSION, Checkpoint, build_model, h, h_inv, load_checkpoint,
                      make_evaluator, masked_policy, save_checkpoint, two_hot)
 

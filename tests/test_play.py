@@ -1,5 +1,5 @@
 """``tri play triangle``: a person's game in the terminal, scripted through the real CLI and
-through :func:`tri.play.play_triangle` directly."""
+through :func:`tri.terminal.triangle.play_triangle` directly."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from tri.games.triangle import TriangleGame
-from tri.play import PlayResult, parse_move, play_triangle
+from tri.games.triangle.game import TriangleGame
+from tri.terminal.triangle import PlayResult, parse_move, play_triangle
 
 
 def api_game(seed: int, pick, max_moves: int = 1000):

@@ -1,5 +1,5 @@
 """``tri play connect4`` / ``tri play tictactoe``: a person against an agent in the terminal,
-through :func:`tri.play_boards.play_board_game` with scripted input and through the command."""
+through :func:`tri.terminal.boards.play_board_game` with scripted input and through the command."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import numpy as np
 from rich.console import Console
 
 from tri.agents import Decision
-from tri.games.connect4 import Connect4Game
-from tri.games.mnk import MnkGame
-from tri.play_boards import BoardPlayResult, play_board_game
+from tri.games.kinrow.connect4 import Connect4Game
+from tri.games.kinrow.mnk import MnkGame
+from tri.terminal.boards import BoardPlayResult, play_board_game
 from tri.players import GreedyAgent
 
 from tests.pipeline_fixtures import assert_clean_error, save_model
@@ -100,7 +100,7 @@ def test_tictactoe_draw_against_greedy():
 
 
 def games_cli(*args, stdin: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tri.cli_games", *map(str, args)], input=stdin, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "tri.cli", *map(str, args)], input=stdin, cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -22,8 +22,8 @@ from tri import layout
 from tri.config import GameParams, MctsParams, NetParams, Params, Runtime, SelfplayParams
 from tri.errors import TriError
 from tri.games import make_game
-from tri.games.triangle import TriangleGame
-from tri.games.triangle_rules import TriangleConfig
+from tri.games.triangle.game import TriangleGame
+from tri.games.triangle.rules import TriangleConfig
 from tri.net import Checkpoint, build_model, save_checkpoint
 from tri.selfplay import run
 from tri.shards import check_shard, read_games, read_positions

@@ -1,4 +1,4 @@
-"""``tri serve`` end to end: started as a subprocess (``python -m tri.cli_serve``) on free ports in a
+"""``tri serve`` end to end: started as a subprocess (``python -m tri.cli.serve``) on free ports in a
 temporary project with tiny params and an empty fake HOME, it brings up the Prefect server and
 the MLflow UI, registers the generation and loop deployments (the loop on an interval schedule),
 runs a generation started through the Prefect API, and on SIGINT, with a loop run in flight, stops
@@ -68,13 +68,13 @@ def serve_env(home: Path) -> dict[str, str]:
 
 
 def serve_cli(*args, cwd: Path, env: dict[str, str], stdout) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tri.cli_serve", *map(str, args)], cwd=cwd, env=env,
+    return subprocess.Popen([sys.executable, "-m", "tri.cli", "serve", *map(str, args)], cwd=cwd, env=env,
                             stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
 def serve_run(*args, home: Path) -> subprocess.CompletedProcess:
     """``tri serve ARGS`` to completion (for the errors it reports before starting anything)."""
-    return subprocess.run([sys.executable, "-m", "tri.cli_serve", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tri.cli", "serve", *map(str, args)], capture_output=True,
                           text=True, timeout=60, env=serve_env(home))
 
 

@@ -28,7 +28,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tri import layout, versioning
+from tri import layout
+from tri.record import versioning
 from tri.config import dump_params
 from tri.net import load_checkpoint
 
@@ -77,7 +78,7 @@ def wait_until(condition, timeout: float, proc: subprocess.Popen, what: str) -> 
 def loop_runs(root: Path) -> dict[str, str]:
     from mlflow import MlflowClient
 
-    from tri import tracking
+    from tri.record import tracking
 
     client = MlflowClient(tracking_uri=tracking.store(root).tracking_uri)
     runs = client.search_runs([client.get_experiment_by_name("tri-triangle").experiment_id])

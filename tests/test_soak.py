@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tri import layout, versioning
+from tri import layout
+from tri.record import versioning
 
 from tests.pipeline_fixtures import run_generations
 from tests.test_flow import ALWAYS, dvc, git, new_project

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tri import arena, atomic, layout, promote, selfplay, train, tracking
+from tri import arena, atomic, layout, promote, selfplay, train
+from tri.record import tracking
 from tri.config import Params, Runtime
 from tri.errors import TriError
 from tri.games import make_game

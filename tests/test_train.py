@@ -170,7 +170,7 @@ def test_generation_window_and_continued_optimizer(setup, tmp_path):
 
 
 def test_refuses_a_shard_of_another_configuration(setup, tmp_path):
-    from tri.games.triangle import TriangleGame
+    from tri.games.triangle.game import TriangleGame
 
     other = tmp_path / "other"
     write_synthetic_folder(other, TriangleGame(OTHER_BOARD))

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from tri import layout, versioning
+from tri import layout
+from tri.record import versioning
 from tri.errors import TriError
 
 from tests.pipeline_fixtures import PARAMS, with_section
@@ -81,7 +82,7 @@ def test_a_damaged_plan_is_a_one_line_error(tmp_path):
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from tri import versioning
+from tri.record import versioning
 with versioning.project_lock(Path(sys.argv[1])):
     print("holding", flush=True)
     time.sleep(60)

@@ -20,8 +20,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
     YamlConfigSettingsSource
 
 from tri.errors import ParamsError
-from tri.games.kinrow_rules import Connect4Config, MnkConfig
-from tri.games.triangle_rules import TriangleConfig
+from tri.games.kinrow.rules import Connect4Config, MnkConfig
+from tri.games.triangle.rules import TriangleConfig
 
 DEFAULT_PARAMS = Path("params.yaml")
 

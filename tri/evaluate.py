@@ -292,7 +292,7 @@ def run_connect4(params: Params, player, files: Sequence[Path] = (), *, testsets
                  limit: int | None = None, simulations: int | None = None, seed: int = 0,
                  out: Path | None = None, runtime: Runtime | None = None) -> EvalResult:
     """Grade ``player`` (a spec or an agent) on Pons' test files; write ``out`` (JSON) if given."""
-    from tri.games.connect4 import Connect4Config, Connect4Game
+    from tri.games.kinrow.connect4 import Connect4Config, Connect4Game
 
     start = time.perf_counter()
     config = params.game.connect4
@@ -385,7 +385,7 @@ def run_tictactoe(params: Params, player, *, simulations: int | None = None, see
                   out: Path | None = None, runtime: Runtime | None = None,
                   max_positions: int = MAX_POSITIONS) -> EvalResult:
     """Grade ``player`` on every reachable position of ``params.game.tictactoe``; write ``out``."""
-    from tri.games.mnk import MnkGame
+    from tri.games.kinrow.mnk import MnkGame
 
     start = time.perf_counter()
     game = MnkGame(params.game.tictactoe)

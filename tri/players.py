@@ -84,7 +84,7 @@ def parse_spec(text: str, root: Path | None = None) -> PlayerSpec:
     def local(path: str) -> Path:
         if not path.startswith("models:/"):
             return Path(path)
-        from tri.tracking import resolve_model
+        from tri.record.tracking import resolve_model
 
         try:
             return resolve_model(path, Path.cwd() if root is None else root)

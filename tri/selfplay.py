@@ -167,7 +167,7 @@ def recorded_position_bytes(game) -> int:
 def _longest_game(game, max_moves: int) -> int:
     """Moves a game can last: ``max_moves``, or fewer where the rules end it sooner (a k-in-a-row
     game fills a cell per move)."""
-    from tri.games.kinrow import KInRowGame
+    from tri.games.kinrow.engine import KInRowGame
 
     return min(max_moves, game.num_cells) if isinstance(game, KInRowGame) else max_moves
 

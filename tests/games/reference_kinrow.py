@@ -73,7 +73,7 @@ class ReferenceBoard:
         return reward
 
     def words(self) -> list[int]:
-        """``[mine, theirs, flags]`` as documented in ``tri.games.kinrow``. After an illegal move
+        """``[mine, theirs, flags]`` as documented in ``tri.games.kinrow.engine``. After an illegal move
         the words are not swapped: the side to move is still the one that tried it (so is
         ``to_move`` here: :meth:`play` returns before passing the turn)."""
         mover = self.to_move

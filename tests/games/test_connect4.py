@@ -11,8 +11,8 @@ import pytest
 
 from tri.games import game_from_meta
 from tri.games.base import Game, sample_legal
-from tri.games.connect4 import Connect4Config, Connect4Game
-from tri.games.kinrow import ILLEGAL, OVER, WON
+from tri.games.kinrow.connect4 import Connect4Config, Connect4Game
+from tri.games.kinrow.engine import ILLEGAL, OVER, WON
 
 from tests.games.reference_kinrow import ReferenceBoard, random_positions
 

@@ -11,8 +11,8 @@ import pytest
 
 from tri.games import game_from_meta, make_game
 from tri.games.base import Game, sample_legal
-from tri.games.kinrow import ILLEGAL, OVER, WON
-from tri.games.mnk import MnkConfig, MnkGame
+from tri.games.kinrow.engine import ILLEGAL, OVER, WON
+from tri.games.kinrow.mnk import MnkConfig, MnkGame
 
 from tests.games.reference_kinrow import ReferenceBoard, random_positions
 from tests.search.fakes import TicTacToe

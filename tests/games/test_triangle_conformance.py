@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tri.games.triangle_rules import DEFAULT_PLAYABLE, TriangleConfig
+from tri.games.triangle.rules import DEFAULT_PLAYABLE, TriangleConfig
 
 CONFORMANCE = (Path(__file__).resolve().parents[2].parent / "shared" / "triangle-conformance")
 SAMPLE = CONFORMANCE / "sample.jsonl.gz"

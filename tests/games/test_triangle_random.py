@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from tests.games.reference_triangle import ReferenceBoard, ReferenceGame
-from tri.games.triangle import TriangleGame, TriangleState
-from tri.games.triangle_rules import DEFAULT_TEMPLATES, TriangleConfig, TriangleRewards
+from tri.games.triangle.game import TriangleGame, TriangleState
+from tri.games.triangle.rules import DEFAULT_TEMPLATES, TriangleConfig, TriangleRewards
 
 TOL = 1e-9
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.search.fakes import TicTacToe, hash_evaluator
 from tri.config import MctsParams
-from tri.games.triangle import TriangleGame
+from tri.games.triangle.game import TriangleGame
 from tri.gumbel import GumbelRoot, considered_visits
 from tri.search import Tree, _select, search
 

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from tri.games.base import sample_legal
-from tri.games.triangle import TriangleGame
-from tri.games.triangle_rules import TriangleConfig
+from tri.games.triangle.game import TriangleGame
+from tri.games.triangle.rules import TriangleConfig
 
 BATCH_SIZES = (1, 64, 1024)
 

@@ -101,7 +101,7 @@ def _versioned_project(root: Path, repo: Path, params: Params) -> None:
 def run(params: Params, scratch: Path, repo: Path, *, generations: int = 2) -> OrchestrationBench:
     """Measure ``generations`` generations each way in ``scratch`` (emptied first); ``repo`` is
     where ``dvc.yaml`` and the DVC config come from (this repository)."""
-    from tri import stores
+    from tri.record import stores
 
     scratch = Path(scratch).resolve()
     if scratch.exists():

@@ -14,16 +14,16 @@ GAMES = ("triangle", "connect4", "tictactoe")
 def game_from_meta(name: str, config: dict[str, Any]) -> Game:
     """The game ``name`` with its config given as a plain dict (as stored in checkpoints)."""
     if name == "triangle":
-        from tri.games.triangle import TriangleGame
-        from tri.games.triangle_rules import TriangleConfig
+        from tri.games.triangle.game import TriangleGame
+        from tri.games.triangle.rules import TriangleConfig
 
         return TriangleGame(TriangleConfig(**config))
     if name == "connect4":
-        from tri.games.connect4 import Connect4Config, Connect4Game
+        from tri.games.kinrow.connect4 import Connect4Config, Connect4Game
 
         return Connect4Game(Connect4Config(**config))
     if name == "tictactoe":
-        from tri.games.mnk import MnkConfig, MnkGame
+        from tri.games.kinrow.mnk import MnkConfig, MnkGame
 
         return MnkGame(MnkConfig(**config))
     raise ValueError(f"unknown game {name!r} (tri knows: {', '.join(GAMES)})")

@@ -2,13 +2,13 @@
 with a scalar API for play and evaluation.
 
 Actions: a column ``0..cols-1``; the stone falls to the lowest empty cell. State, rewards and
-network input: :mod:`tri.games.kinrow` (row 0 of the board is the bottom row). Symmetry: the
+network input: :mod:`tri.games.kinrow.engine` (row 0 of the board is the bottom row). Symmetry: the
 left-right mirror.
 
 People and Pascal Pons' test sets name columns ``1..cols``; :meth:`Connect4Game.from_moves`
 reads such a move string::
 
-    from tri.games.connect4 import Connect4Game
+    from tri.games.kinrow.connect4 import Connect4Game
     game = Connect4Game()
     state = game.from_moves("4453")            # [3] uint64, seen from the side to move
     print(game.render(state))
@@ -23,8 +23,8 @@ import re
 import numpy as np
 
 from tri.games.base import Symmetry
-from tri.games.kinrow import KInRowGame
-from tri.games.kinrow_rules import Connect4Config
+from tri.games.kinrow.engine import KInRowGame
+from tri.games.kinrow.rules import Connect4Config
 
 __all__ = ["Connect4Config", "Connect4Game"]
 

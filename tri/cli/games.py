@@ -6,7 +6,7 @@
 
 This module does not import :mod:`tri.cli` at import time (``tri.cli`` imports it), so it defines
 its own ``--params`` option. User errors are raised as :class:`~tri.errors.TriError`; the ``tri``
-group turns them into ``error: ...`` lines. ``python -m tri.cli_games ...`` runs these commands on
+group turns them into ``error: ...`` lines. ``python -m tri.cli.games ...`` runs these commands on
 their own, with the same error handling.
 """
 
@@ -36,7 +36,7 @@ def _play(game_name: str, opponent: str, colour: str, seed: int, params_path: Pa
 
     from tri.config import Runtime, load_params
     from tri.games import make_game
-    from tri.play_boards import play_board_game
+    from tri.terminal.boards import play_board_game
     from tri.players import make_agent, parse_spec
 
     params = load_params(params_path)
@@ -144,7 +144,7 @@ def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | 
 
 def _track(params, name: str, result, out: Path | None) -> None:
     """Log the evaluation to the project's MLflow store when there is one (tracking on)."""
-    from tri.tracking import log_evaluation
+    from tri.record.tracking import log_evaluation
 
     run_id = log_evaluation(Path.cwd(), params, name, result.metrics(), artifact=out)
     if run_id is not None:
@@ -152,7 +152,7 @@ def _track(params, name: str, result, out: Path | None) -> None:
 
 
 def _standalone() -> click.Group:
-    """``tri``'s error handling around these commands alone (``python -m tri.cli_games``)."""
+    """``tri``'s error handling around these commands alone (``python -m tri.cli.games``)."""
     from tri.cli import _Group
 
     @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

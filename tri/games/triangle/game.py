@@ -5,7 +5,7 @@ Actions: ``(slot, r, c)`` <-> ``slot * rows * cols + r * cols + c`` (360 by defa
 
 Example::
 
-    from tri.games.triangle import TriangleGame
+    from tri.games.triangle.game import TriangleGame
     game = TriangleGame()
     state = game.new_game(seed=7)
     action = game.legal_actions(state)[0]
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tri.games import triangle_kernels as k
+from tri.games.triangle import kernels as k
 from tri.games.base import Symmetry, Transition
-from tri.games.triangle_rules import Board, Shape, ShapeTable, TriangleConfig, from_words, is_up, to_words
+from tri.games.triangle.rules import Board, Shape, ShapeTable, TriangleConfig, from_words, is_up, to_words
 
 _DRAW = -2  # refill row marker: draw from the state's own stream
 
@@ -45,7 +45,7 @@ class TriangleState:
     """One position. Immutable by convention: :meth:`TriangleGame.place` returns a new state.
 
     ``data`` is a batch of one: the packed ``[1, L] uint64`` row described in
-    :mod:`tri.games.triangle_kernels`.
+    :mod:`tri.games.triangle.kernels`.
     """
 
     __slots__ = ("data", "game")

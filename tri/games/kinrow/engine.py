@@ -1,4 +1,4 @@
-"""The engine shared by the k-in-a-row games (:mod:`tri.games.connect4`, :mod:`tri.games.mnk`):
+"""The engine shared by the k-in-a-row games (:mod:`tri.games.kinrow.connect4`, :mod:`tri.games.kinrow.mnk`):
 numba kernels over packed states and :class:`KInRowGame`, the batched protocol plus a scalar API.
 
 A state is one row of ``L = 3`` ``uint64`` words, seen from the side to move::
@@ -26,7 +26,7 @@ import numba as nb
 import numpy as np
 
 from tri.games.base import Symmetry, Transition
-from tri.games.kinrow_rules import Lines
+from tri.games.kinrow.rules import Lines
 
 OVER = np.uint64(1)
 WON = np.uint64(2)

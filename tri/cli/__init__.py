@@ -66,8 +66,8 @@ def play_triangle(seed: int | None, params_path: Path | None) -> None:
     import random
 
     from tri.config import load_params
-    from tri.games.triangle import TriangleGame
-    from tri.play import play_triangle as run
+    from tri.games.triangle.game import TriangleGame
+    from tri.terminal.triangle import play_triangle as run
 
     params = load_params(params_path)
     game = TriangleGame(params.game.triangle)
@@ -221,7 +221,7 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
              params_path: Path | None) -> None:
     """Run generations as Prefect flows (self-play, train, arena, promote, record), continuing
     after the last recorded one. Ctrl-C (or SIGTERM) stops it cleanly; run it again to go on."""
-    from tri import stores, versioning
+    from tri.record import stores, versioning
     from tri.config import Runtime, project_params
     from tri.resources import check_params
 
@@ -286,7 +286,7 @@ def _stop_on_signals():
 def curve_cmd(root: Path, out: Path | None, baselines: tuple[str, ...]) -> None:
     """Plot the arena mean score per generation and print it as a table."""
     from tri import layout
-    from tri.report import learning_curve, plot
+    from tri.record.report import learning_curve, plot
 
     points = learning_curve(root)
     if not points:
@@ -370,8 +370,8 @@ def bench_orchestration(generations: int, scratch: Path, as_json: bool, params_p
 
 def _attach_commands() -> None:
     """Commands that live in their own modules (the two-player games, ``tri serve``)."""
-    from tri.cli_games import eval_group, play_connect4, play_tictactoe
-    from tri.cli_serve import serve
+    from tri.cli.games import eval_group, play_connect4, play_tictactoe
+    from tri.cli.serve import serve
 
     play.add_command(play_connect4, "connect4")
     play.add_command(play_tictactoe, "tictactoe")

@@ -18,9 +18,9 @@ Example (library)::
 
     import io
     import numpy as np
-    from tri.games.connect4 import Connect4Game
+    from tri.games.kinrow.connect4 import Connect4Game
     from tri.players import GreedyAgent
-    from tri.play_boards import play_board_game
+    from tri.terminal.boards import play_board_game
     game = Connect4Game()
     result = play_board_game(game, GreedyAgent(game), io.StringIO("4\\n4\\nq\\n").readline,
                              person_first=True, interactive=False)
@@ -37,7 +37,7 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
-from tri.play import HELP_WORDS, QUIT_WORDS, default_console, prompt_line
+from tri.terminal.triangle import HELP_WORDS, QUIT_WORDS, default_console, prompt_line
 
 _STYLE_X = "bold red"
 _STYLE_O = "bold yellow"
@@ -62,7 +62,7 @@ class BoardPlayResult:
 def play_board_game(game, opponent, read_line: Callable[[], str], *, person_first: bool,
                     interactive: bool, console: Console | None = None,
                     opponent_name: str | None = None) -> BoardPlayResult:
-    """One game of ``game`` (a :class:`~tri.games.kinrow.KInRowGame`) between a person, who
+    """One game of ``game`` (a :class:`~tri.games.kinrow.engine.KInRowGame`) between a person, who
     plays first (``X``) when ``person_first``, and ``opponent`` (an agent). Returns the outcome;
     never exits the process."""
     if console is None:

@@ -446,7 +446,7 @@ def arena_markdown(result, generation: int | None = None) -> str:
 def _stage_artifacts(folder: Path, root: Path, params: Params, generation: int, inputs: _Inputs,
                      game) -> None:
     """Everything a generation's run keeps, laid out in ``folder``."""
-    from tri import report
+    from tri.record import report
 
     ck = folder / CHECKPOINT_DIR
     ck.mkdir(parents=True)
@@ -471,7 +471,7 @@ def _stage_artifacts(folder: Path, root: Path, params: Params, generation: int, 
     if points:
         report.plot(points, folder / "plots" / "learning-curve.png")
     (folder / "game").mkdir()
-    from tri.render import render_game
+    from tri.record.render import render_game
 
     if render_game(params, inputs.candidate, folder / "game" / "candidate-game.png", generation=generation,
                    game=game) is None:

@@ -2,14 +2,14 @@
 scalar API for play and evaluation.
 
 ``m`` rows, ``n`` columns, ``k`` in a row wins. Actions: a cell ``r * n + c`` (row 0 at the top).
-State, rewards and network input: :mod:`tri.games.kinrow`. Symmetries: the 8 of the square when
+State, rewards and network input: :mod:`tri.games.kinrow.engine`. Symmetries: the 8 of the square when
 ``m == n`` (rotations and reflections), else the 4 of the rectangle (identity excluded, as
 always).
 
 People name cells ``1..m*n``, row by row from the top left (the numbers :meth:`MnkGame.render`
 shows in empty cells), or as ``row col`` (both 1-based)::
 
-    from tri.games.mnk import MnkGame
+    from tri.games.kinrow.mnk import MnkGame
     game = MnkGame()
     state = game.from_moves("5 1 9")           # centre, top left, bottom right
     print(game.render(state))
@@ -22,8 +22,8 @@ import re
 import numpy as np
 
 from tri.games.base import Symmetry
-from tri.games.kinrow import KInRowGame
-from tri.games.kinrow_rules import MnkConfig, grid_symmetries
+from tri.games.kinrow.engine import KInRowGame
+from tri.games.kinrow.rules import MnkConfig, grid_symmetries
 
 __all__ = ["MnkConfig", "MnkGame"]
 

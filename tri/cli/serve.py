@@ -1,6 +1,6 @@
 """``tri serve``: the Prefect and MLflow UIs of a project, and its deployments (the logic is in
 :mod:`pipelines.serve`). Attach it to the ``tri`` group with ``main.add_command(serve, "serve")``;
-``python -m tri.cli_serve ...`` runs it alone."""
+``python -m tri.cli.serve ...`` runs it alone."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def serve(root: Path, prefect_port: int, mlflow_port: int, interval: float | Non
                       schedule=serving.Schedule(interval, cron),
                       loop_stop=serving.LoopStop(generations, minutes, plateau), params_file=params_file,
                       timeout=timeout, echo=lambda line: click.echo(line))
-    except TriError as exc:  # as tri.cli's group reports it, for `python -m tri.cli_serve`
+    except TriError as exc:  # as tri.cli's group reports it, for `python -m tri.cli.serve`
         for line in str(exc).splitlines():
             click.echo(f"error: {line}", err=True)
         raise click.exceptions.Exit(exc.exit_code) from None

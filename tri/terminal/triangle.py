@@ -2,7 +2,7 @@
 
 :func:`play_triangle` draws the board and the three slots with rich, reads one move per line from
 ``read_line`` (a callable like ``sys.stdin.readline``: the next line, ``''`` at the end of input)
-and plays it with the scalar API of :class:`~tri.games.triangle.TriangleGame`. A move is
+and plays it with the scalar API of :class:`~tri.games.triangle.game.TriangleGame`. A move is
 ``slot row col`` (commas also work: ``0,3,4``): put the shape of ``slot`` with its anchor
 triangle, marked ``[ ]`` in the slot's drawing, on cell ``(row, col)``.
 
@@ -15,8 +15,8 @@ reads as a transcript::
 Example (library)::
 
     import io
-    from tri.games.triangle import TriangleGame
-    from tri.play import play_triangle
+    from tri.games.triangle.game import TriangleGame
+    from tri.terminal.triangle import play_triangle
     result = play_triangle(TriangleGame(), 7, io.StringIO("0 3 4\\nq\\n").readline, interactive=False)
     result.score, result.steps, result.quit
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from tri.games.triangle import Step, TriangleGame, TriangleState
+from tri.games.triangle.game import Step, TriangleGame, TriangleState
 
 PROMPT = "move (slot row col), ? for help, q to quit: "
 QUIT_WORDS = frozenset({"q", "quit", "exit"})

@@ -7,7 +7,7 @@ column (gravity), an m,n,k-game puts it on any empty cell.
 Bit layout: cell ``(r, c)`` is bit ``r * cols + c`` of one ``uint64`` bitboard, so a board has at
 most 64 cells. Connect Four's row 0 is the bottom row (stones fall towards it); an m,n,k-game's
 row 0 is the top row. Everything here is built once per config; the numba kernels in
-:mod:`tri.games.kinrow` only read these tables.
+:mod:`tri.games.kinrow.engine` only read these tables.
 
 This module imports only numpy and pydantic, so ``tri.config`` can import the configs cheaply.
 """

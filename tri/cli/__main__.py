@@ -1,0 +1,3 @@
+from tri.cli import main
+
+main()

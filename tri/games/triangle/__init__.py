@@ -1,0 +1,1 @@
+"""The triangle puzzle: rules (config), numba kernels, and the batched game."""

@@ -1,0 +1,1 @@
+"""Record-keeping: versioning (DVC, git), tracking (MLflow), stores, pictures and curves."""

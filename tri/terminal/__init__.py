@@ -1,0 +1,1 @@
+"""`tri play`: games in the terminal."""
