@@ -1,0 +1,61 @@
+"""Where the network runs, and the thread rule that keeps CPU results machine-independent.
+
+- :func:`resolve_device`: ``TRI_DEVICE`` (``Runtime.device``) to a torch device name. ``auto``
+  picks CUDA when torch sees a GPU, then Apple's MPS, else the CPU; a named device must exist.
+  Every stage resolves its device here and nowhere else.
+- :func:`torch_threads`: run a block with torch on ``n`` threads (1 by default) and restore the
+  previous count after. On the CPU, a network's float sums depend on how many threads split
+  them, so every stage whose results are recorded (self-play, arena, evaluation, the rendered
+  game) plays on one thread, and training on ``train.threads``, a param: the same bytes on any
+  machine. (A GPU gives other bytes than the CPU: results are reproducible per device.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+from tri.errors import TriError
+
+_NAMED = ("cpu", "cuda", "mps")
+
+
+def resolve_device(name: str = "auto") -> str:
+    """``auto`` -> ``cuda`` if available, else ``mps`` if available, else ``cpu``; ``cpu``,
+    ``cuda``, ``cuda:N`` and ``mps`` are returned as given once checked to exist. Raises
+    :class:`TriError` (one line) for an unknown or absent device."""
+    text = (name or "auto").strip().lower()
+    if text == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return "mps"
+        return "cpu"
+    kind, _, index = text.partition(":")
+    if kind not in _NAMED or (index and (kind != "cuda" or not index.isdigit())):
+        raise TriError(f"TRI_DEVICE={name!r}: expected auto, cpu, cuda, cuda:N or mps")
+    if kind == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise TriError(f"TRI_DEVICE={name!r}: torch sees no CUDA device (use auto or cpu)")
+        if index and int(index) >= count:
+            raise TriError(f"TRI_DEVICE={name!r}: torch sees {count} CUDA device(s), numbered from 0")
+    if kind == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise TriError(f"TRI_DEVICE={name!r}: torch sees no MPS device (use auto or cpu)")
+    return text
+
+
+@contextlib.contextmanager
+def torch_threads(n: int = 1) -> Iterator[None]:
+    """Torch on ``n`` threads inside the block, the previous count restored after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
