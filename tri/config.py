@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, \
     YamlConfigSettingsSource
 
 from tri.errors import ParamsError
-from tri.games.kinrow.rules import Connect4Config, MnkConfig
-from tri.games.triangle.rules import TriangleConfig
+from tri.games import DEFAULT_GAME, GAMES, REGISTRY
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -32,14 +31,17 @@ MAX_INT32 = 2**31 - 1  # shard columns `move` and games' `steps` are int32
 MAX_SEED = 2**63 - 1  # numpy's SeedSequence takes non-negative integers, torch.manual_seed 64 bits
 
 
-class GameParams(BaseModel):
-    """``game``: which game, and the rules of each game tri knows."""
+def _game_params() -> type[BaseModel]:
+    """``game``: which game (``name``), and one section with the rules of each registered game
+    (:data:`tri.games.REGISTRY`: a new game's section appears here by itself)."""
+    fields: dict = {"name": (Literal[GAMES], Field(DEFAULT_GAME, description=f"the game to train: {', '.join(GAMES)}"))}
+    for name, e in REGISTRY.items():
+        fields[name] = (e.config, Field(e.config(), description=f"rules of {e.title}"))
+    return create_model("GameParams", __config__=ConfigDict(frozen=True, extra="forbid"),
+                        __doc__=_game_params.__doc__, __module__=__name__, **fields)
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    name: Literal["triangle", "connect4", "tictactoe"] = "triangle"
-    triangle: TriangleConfig = TriangleConfig()
-    connect4: Connect4Config = Connect4Config()
-    tictactoe: MnkConfig = MnkConfig()  # an m,n,k-game; Tic-Tac-Toe by default
+
+GameParams = _game_params()
 
 
 class NetParams(BaseModel):

@@ -1,35 +1,79 @@
-"""Games under one batched protocol (:mod:`tri.games.base`)."""
+"""The game registry: the one table of the games tri plays.
+
+``params.yaml``'s ``game`` section (:class:`tri.config.GameParams`: ``name`` and one rules
+section per game), checkpoints (which store a game's name and config), ``tri play GAME`` and
+``tri init --game`` all read :data:`REGISTRY`. Adding a game is its own module or folder under
+``tri/games/`` (a class implementing :class:`~tri.games.base.Game` and
+:class:`~tri.games.base.PlayableGame`, and a pydantic config for its rules), one entry below, a
+board view in :mod:`tri.terminal`, and its section in ``params.yaml`` (README, "Adding a game").
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
+from pydantic import BaseModel, ValidationError
+
+from tri.errors import TriError
+from tri.games.base import Game, PlayableGame
+from tri.games.kinrow.connect4 import Connect4Game
+from tri.games.kinrow.mnk import MnkGame
+from tri.games.kinrow.rules import Connect4Config, MnkConfig
+from tri.games.triangle.game import TriangleGame
+from tri.games.triangle.rules import TriangleConfig
+
+if TYPE_CHECKING:  # tri.config builds GameParams from this registry
     from tri.config import GameParams
-    from tri.games.base import Game
-
-GAMES = ("triangle", "connect4", "tictactoe")
 
 
-def game_from_meta(name: str, config: dict[str, Any]) -> Game:
+@dataclass(frozen=True)
+class GameEntry:
+    """One registered game: ``name`` (``game.name`` in params.yaml, the name of its rules section,
+    of ``tri play NAME``, of its MLflow experiment ``tri-NAME``), ``title`` for people,
+    ``config`` (the pydantic model of its rules) and ``game`` (the class: ``game(config)``)."""
+
+    name: str
+    title: str
+    config: type[BaseModel]
+    game: type
+
+
+REGISTRY: dict[str, GameEntry] = {e.name: e for e in (
+    GameEntry("triangle", "the triangle puzzle (single-player, random shape draws)", TriangleConfig, TriangleGame),
+    GameEntry("connect4", "Connect Four", Connect4Config, Connect4Game),
+    GameEntry("tictactoe", "Tic-Tac-Toe (an m,n,k-game: m x n board, k in a row)", MnkConfig, MnkGame),
+)}
+
+GAMES = tuple(REGISTRY)  # the names, in registry order
+DEFAULT_GAME = "triangle"
+
+
+def entry(name: str) -> GameEntry:
+    """The registry entry of ``name``; :class:`TriError` naming the known games otherwise."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise TriError(f"unknown game {name!r} (tri knows: {', '.join(GAMES)})") from None
+
+
+def game_from_meta(name: str, config: dict[str, Any]) -> PlayableGame:
     """The game ``name`` with its config given as a plain dict (as stored in checkpoints)."""
-    if name == "triangle":
-        from tri.games.triangle.game import TriangleGame
-        from tri.games.triangle.rules import TriangleConfig
-
-        return TriangleGame(TriangleConfig(**config))
-    if name == "connect4":
-        from tri.games.kinrow.connect4 import Connect4Config, Connect4Game
-
-        return Connect4Game(Connect4Config(**config))
-    if name == "tictactoe":
-        from tri.games.kinrow.mnk import MnkConfig, MnkGame
-
-        return MnkGame(MnkConfig(**config))
-    raise ValueError(f"unknown game {name!r} (tri knows: {', '.join(GAMES)})")
+    e = entry(name)
+    try:
+        rules = e.config(**config)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "config"
+        raise TriError(f"game {name}: bad rules config ({where}: {first.get('msg', 'invalid')})") from None
+    return e.game(rules)
 
 
-def make_game(params: GameParams) -> Game:
-    """The game that ``params.game`` selects, configured by its section."""
+def make_game(params: GameParams) -> PlayableGame:
+    """The game that ``params.name`` selects, configured by its section."""
     section = getattr(params, params.name)
-    return game_from_meta(params.name, section.model_dump(mode="json"))
+    return entry(params.name).game(section)
+
+
+__all__ = ["DEFAULT_GAME", "GAMES", "REGISTRY", "Game", "GameEntry", "PlayableGame", "entry", "game_from_meta",
+           "make_game"]

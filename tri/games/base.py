@@ -21,6 +21,11 @@ Vocabulary (used with these meanings everywhere in tri):
 - **encode**: ``encode(states) -> [B, C, H, W] float32``, the network's input.
 - **symmetry**: a permutation of board cells and of actions that maps positions to positions of
   equal value (used for augmentation); a game may have none.
+
+Two protocols: :class:`Game` is what the algorithm needs (search, self-play, training, arena,
+the baselines), on batches; :class:`PlayableGame` is what people need (``tri play``, pictures,
+the web page), on one state, a row ``[L]``. Every registered game implements both
+(:mod:`tri.games` holds the registry; ``tests/games/test_registry.py`` checks each entry).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Protocol, runtime_checkable
 
 import numba as nb
 import numpy as np
+from pydantic import BaseModel
 
 
 @dataclass(frozen=True)
@@ -68,12 +74,14 @@ class Symmetry:
 class Game(Protocol):
     """A batched game. Every method takes and returns whole batches (leading dimension ``B``)."""
 
-    name: str
+    name: str  # the registry's name, also params.yaml's game.name
+    config: BaseModel  # the rules (params.yaml's game.<name> section); checkpoints store it
     num_players: int  # 1 or 2
     num_actions: int  # A
     state_size: int  # L, words per state
     obs_shape: tuple[int, int, int]  # (C, H, W) of encode()
     stochastic: bool
+    move_limit: int | None  # the most moves a game can last under the rules (None: no bound)
 
     def initial(self, seeds: np.ndarray) -> np.ndarray:
         """``seeds [B] int64 -> states [B, L]``: new games (a stochastic game's first draws come
@@ -103,6 +111,45 @@ class Game(Protocol):
 
     def symmetries(self) -> tuple[Symmetry, ...]:
         """The game's symmetries, identity excluded; possibly none."""
+        ...
+
+    def line_fill(self, states: np.ndarray) -> np.ndarray:
+        """``[B, L] -> [B] float64``: the ``greedy`` baseline's tie-break after equal rewards,
+        scored for the player who just moved (higher is better; zeros if the game has none)."""
+        ...
+
+
+@runtime_checkable
+class PlayableGame(Game, Protocol):
+    """What people need, one state (a row ``[L]``) at a time: read a typed move, name and draw
+    moves and boards, say whose turn it is. Messages are one line, for a person."""
+
+    def parse_move(self, text: str, state: np.ndarray) -> int:
+        """The action a person typed (the game's move notation, e.g. ``4`` for a Connect Four
+        column, ``0 3 4`` for a triangle placement); ``ValueError`` with a one-line message
+        saying what is wrong (unreadable, off the board, illegal now) for anything else,
+        whatever its length."""
+        ...
+
+    def action_name(self, action: int) -> str:
+        """``action`` in the notation :meth:`parse_move` reads."""
+        ...
+
+    def move_help(self, state: np.ndarray) -> str:
+        """One line: how to type a move in this game."""
+        ...
+
+    def to_move(self, state: np.ndarray) -> int:
+        """The seat to move: 0 (the first player, or the only one) or 1."""
+        ...
+
+    def board(self, state: np.ndarray) -> np.ndarray:
+        """``[H, W] int8`` cells in absolute terms: 0 empty (or not part of the board), 1 the first
+        player's piece (a filled cell in a single-player game), 2 the second player's."""
+        ...
+
+    def render(self, state: np.ndarray) -> str:
+        """The board as plain text (no colours), for a terminal or a log."""
         ...
 
 

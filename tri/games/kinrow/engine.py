@@ -136,6 +136,7 @@ class KInRowGame:
         self.rows, self.cols, self.k = rows, cols, k
         self.lines = Lines(rows, cols, k)
         self.num_cells = rows * cols
+        self.move_limit = self.num_cells  # a stone per move, and the board fills
         self.num_actions = cols if self.gravity else self.num_cells
         self.obs_shape = (4, rows, cols)
         self._tab = (self.gravity, rows, cols, self.lines.cell_bits, self.lines.windows,

@@ -94,6 +94,7 @@ class TriangleGame:
     name = "triangle"
     num_players = 1
     stochastic = True
+    move_limit = None  # a game lasts as long as lines keep clearing
 
     def __init__(self, config: TriangleConfig | None = None):
         self.config = config or TriangleConfig()
