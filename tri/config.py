@@ -11,6 +11,8 @@ it reads ``TRI_``-prefixed environment variables (``TRI_DEVICE=cpu``, ``TRI_WORK
 from __future__ import annotations
 
 import os
+import re
+import textwrap
 from pathlib import Path
 from typing import Literal
 
@@ -48,14 +50,23 @@ class NetParams(BaseModel):
     """``net``: the network's shape, and the seed of its initial weights."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    channels: int = Field(32, gt=0)
-    blocks: int = Field(4, ge=0)
-    policy_channels: int = Field(4, gt=0)
-    value_channels: int = Field(2, gt=0)
-    value_hidden: int = Field(64, gt=0)
-    support_max: int = Field(30, gt=0, description="single-player value support: 0..support_max in h-space")
-    support_eps: float = Field(0.001, ge=0)
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="at most 2**63 - 1 (torch's seeds are 64-bit)")
+    channels: int = Field(32, gt=0, description="filters of every convolution in the residual trunk (the "
+                                                "network's width); more: stronger, slower, bigger")
+    blocks: int = Field(4, ge=0, description="residual blocks (two 3x3 convolutions each) after the stem "
+                                             "(the network's depth); 0: the stem alone")
+    policy_channels: int = Field(4, gt=0, description="policy head: 1x1 convolution channels, flattened into "
+                                                      "a linear layer to one logit per action")
+    value_channels: int = Field(2, gt=0, description="value head: 1x1 convolution channels, flattened into "
+                                                     "its hidden layer")
+    value_hidden: int = Field(64, gt=0, description="value head: units of its hidden fully connected layer")
+    support_max: int = Field(30, gt=0, description="single-player value head: two-hot bins 0..support_max in "
+                                                   "h-space; returns past h^-1(support_max) (about 900 by "
+                                                   "default) or below 0 are clipped")
+    support_eps: float = Field(0.001, ge=0, description="single-player: eps of the squashing h(x) = sign(x) "
+                                                        "(sqrt(|x| + 1) - 1) + eps x; larger: more linear, a "
+                                                        "smaller largest return")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the initial weights (generation 0); at most "
+                                                        "2**63 - 1 (torch's seeds are 64-bit)")
 
 
 class MctsParams(BaseModel):
@@ -63,78 +74,129 @@ class MctsParams(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     simulations: int = Field(64, gt=0, le=MAX_SIMULATIONS,
-                             description="network evaluations per move; at most 2**31 - 2 (tree nodes are "
-                                         "numbered in int32)")
-    c_puct: float = Field(1.25, gt=0)
-    discount: float = Field(0.99, gt=0, le=1, description="single-player return discount")
-    dirichlet_alpha: float = Field(0.1, gt=0)
-    dirichlet_fraction: float = Field(0.25, ge=0, le=1)
-    leaves_per_step: int = Field(1, gt=0, le=65536,
-                                 description="leaves per tree per network call (virtual visits); at most 65536 "
-                                             "(more only piles virtual visits on the same paths)")
-    gumbel: bool = Field(False, description="Gumbel sequential halving at the root instead of PUCT + noise")
-    gumbel_actions: int = Field(16, gt=0, description="actions considered at the root")
-    gumbel_c_visit: float = Field(50.0, gt=0)
-    gumbel_c_scale: float = Field(0.1, gt=0)
+                             description="self-play's search budget per move: tree nodes added, each "
+                                         "evaluated by the network (the arena's: arena.simulations); at most "
+                                         "2**31 - 2 (nodes are numbered in int32)")
+    c_puct: float = Field(1.25, gt=0, description="PUCT's prior weight c in Q + c * P * sqrt(N) / (1 + n), Q "
+                                                  "in [0, 1] (single-player) or [-1, 1]; higher: explore "
+                                                  "wider, trust the prior more")
+    discount: float = Field(0.99, gt=0, le=1, description="single-player: per-move discount of future "
+                                                          "rewards, in the search's Q and the value targets; "
+                                                          "lower: a shorter horizon (two-player: unused)")
+    dirichlet_alpha: float = Field(0.1, gt=0, description="concentration of the Dirichlet root noise (PUCT "
+                                                          "with selfplay.noise); smaller: noise on fewer "
+                                                          "actions")
+    dirichlet_fraction: float = Field(0.25, ge=0, le=1, description="root priors become (1 - f) * P + f * "
+                                                                    "noise (PUCT with selfplay.noise); 0: no "
+                                                                    "noise")
+    leaves_per_step: int = Field(1, gt=0, le=65536, description="leaves per tree per network call, kept "
+                                                                "apart by virtual visits: fewer, bigger "
+                                                                "calls, a slightly weaker search; not with "
+                                                                "gumbel; at most 65536 (more only piles "
+                                                                "virtual visits on the same paths)")
+    gumbel: bool = Field(False, description="Gumbel sequential halving at the root instead of PUCT + noise: "
+                                            "the search picks the move (no temperature) and trains on its "
+                                            "improved policy")
+    gumbel_actions: int = Field(16, gt=0, description="gumbel: root actions considered (the top by Gumbel "
+                                                      "noise + logit), then halved over the simulations "
+                                                      "until the best is left")
+    gumbel_c_visit: float = Field(50.0, gt=0, description="gumbel: c_visit in sigma(q) = (c_visit + max root "
+                                                          "visits) * c_scale * q; higher: the value weighs "
+                                                          "more")
+    gumbel_c_scale: float = Field(0.1, gt=0, description="gumbel: c_scale in sigma(q), q normalised to [0, "
+                                                         "1]; higher: the value outweighs the prior's logits "
+                                                         "more")
 
 
 class SelfplayParams(BaseModel):
     """``selfplay``: how many games, how they are split into shards, and how moves are chosen."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    games: int = Field(128, gt=0)
-    shards: int = Field(2, gt=0, description="files the games are split into (one task each)")
-    concurrent: int = Field(32, gt=0, description="games in flight per shard: the search batch")
-    max_moves: int = Field(500, gt=0, le=MAX_INT32,
-                           description="a game is cut after this many moves; at most 2**31 - 1 (shards store "
-                                       "moves as int32)")
-    temperature: float = Field(1.0, ge=0)
-    temperature_moves: int = Field(0, ge=0, description="moves sampled at `temperature`; then the most visited")
-    noise: bool = Field(False, description="root exploration noise (Dirichlet, or Gumbel's sampling)")
+    games: int = Field(128, gt=0, description="games per self-play run: a generation's new training data")
+    shards: int = Field(2, gt=0, description="files the games are split into, one task each; part of the "
+                                             "result (each has its own random stream)")
+    concurrent: int = Field(32, gt=0, description="games in flight per shard: every network call evaluates "
+                                                  "leaves of all of them; more: faster, more memory")
+    max_moves: int = Field(500, gt=0, le=MAX_INT32, description="a game is cut after this many moves "
+                                                                "(single-player: its targets bootstrap from "
+                                                                "the search value); at most 2**31 - 1 (int32 "
+                                                                "in shards)")
+    temperature: float = Field(1.0, ge=0, description="sampled moves are drawn in proportion to "
+                                                      "visits**(1/temperature); 0: the most visited; not "
+                                                      "with gumbel")
+    temperature_moves: int = Field(0, ge=0, description="each game's first moves sampled at temperature; "
+                                                        "then the most visited (0: none)")
+    noise: bool = Field(False, description="root exploration noise: Dirichlet (mcts.dirichlet_*), or with "
+                                           "mcts.gumbel Gumbel's sampling of the considered actions")
     td_steps: int = Field(10, ge=0, description="single-player value targets: n-step returns bootstrapped "
                                                 "from the search value n moves later (0: full returns)")
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="at most 2**63 - 1 (numpy seeds are non-negative)")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the games' draws and the search's "
+                                                        "randomness (with the generation); at most 2**63 - 1")
 
 
 class TrainParams(BaseModel):
     """``train``: the replay window and the optimisation."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    window: int = Field(4, gt=0, description="self-play generations read (the newest are new data)")
-    batch_size: int = Field(256, gt=0)
-    lr: float = Field(2e-3, gt=0)
-    lr_min: float = Field(1e-4, ge=0)
-    warmup_steps: int = Field(20, ge=0)
-    weight_decay: float = Field(1e-4, ge=0)
-    grad_clip: float = Field(1.0, gt=0)
-    value_weight: float = Field(1.0, ge=0)
-    samples_per_position: float = Field(4.0, gt=0, description="times each new position is trained on")
-    max_steps: int = Field(2000, gt=0)
-    continue_from: Literal["latest", "best"] = Field(
-        "best", description="network training starts from: the best model, or the previous generation's "
-                            "candidate (latest: rejected training is kept; measured worse, see README)")
+    window: int = Field(4, gt=0, description="self-play generations trained on, sampled uniformly together "
+                                             "(the newest is the new data)")
+    batch_size: int = Field(256, gt=0, description="positions per gradient step, drawn uniformly with "
+                                                   "replacement from the window")
+    lr: float = Field(2e-3, gt=0, description="AdamW's peak learning rate, reached after the warm-up; then a "
+                                              "cosine decay to lr_min over the generation's steps")
+    lr_min: float = Field(1e-4, ge=0, description="learning rate at the end of each generation's cosine "
+                                                  "decay")
+    warmup_steps: int = Field(20, ge=0, description="steps of linear warm-up to lr at the start of each "
+                                                    "generation, at most a tenth of its steps")
+    weight_decay: float = Field(1e-4, ge=0, description="AdamW's decoupled weight decay")
+    grad_clip: float = Field(1.0, gt=0, description="largest global L2 norm of the gradients; larger ones "
+                                                    "are scaled down to it")
+    value_weight: float = Field(1.0, ge=0, description="loss = policy cross-entropy + value_weight * value "
+                                                       "loss (cross-entropy single-player, squared error "
+                                                       "two-player)")
+    samples_per_position: float = Field(4.0, gt=0, description="about how often each new position is "
+                                                               "sampled: steps = new positions * this / "
+                                                               "batch_size, at most max_steps")
+    max_steps: int = Field(2000, gt=0, description="most gradient steps per generation")
+    continue_from: Literal["latest", "best"] = Field("best",
+                                                     description="network training starts from: the best "
+                                                                 "model, or the previous generation's "
+                                                                 "candidate (latest: rejected training is "
+                                                                 "kept; measured worse, see README)")
     threads: int = Field(1, gt=0, le=1024, description="torch threads: part of the result (float summation "
-                                                       "order); at most 1024, more than any machine has cores")
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="at most 2**63 - 1 (torch's seeds are 64-bit)")
+                                                       "order); at most 1024, more than any machine has "
+                                                       "cores")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the minibatches, their symmetries and torch "
+                                                        "(with the generation); at most 2**63 - 1")
 
 
 class ArenaParams(BaseModel):
     """``arena``: how a candidate is compared with the best, and the promotion rule."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    games: int = Field(32, gt=1, description="paired seeds (single-player); games per colour (two-player)")
+    games: int = Field(32, gt=1, description="paired seeds (single-player); games per colour (two-player); "
+                                             "more: a tighter comparison, a longer arena")
     simulations: int = Field(32, gt=0, le=MAX_SIMULATIONS,
-                             description="at most 2**31 - 2 (tree nodes are numbered in int32)")
-    temperature: float = Field(0.0, ge=0)
-    temperature_moves: int = Field(0, ge=0)
+                             description="search budget per move of a checkpoint player (arena, play, "
+                                         "evaluate) unless given as mcts:PATH:N; at most 2**31 - 2 (nodes "
+                                         "are numbered in int32)")
+    temperature: float = Field(0.0, ge=0, description="sampled moves are drawn in proportion to "
+                                                      "visits**(1/temperature); 0: the most visited; not "
+                                                      "with gumbel")
+    temperature_moves: int = Field(0, ge=0, description="each game's first moves sampled at temperature; "
+                                                        "then the most visited (0: none)")
     max_moves: int = Field(1000, gt=0, description="a game is cut after this many moves")
-    concurrent: int = Field(32, gt=0)
-    rule: Literal["ci_lower", "mean"] = Field(
-        "mean", description="single-player: promote when the paired difference's lower 95% bound "
-                                "(ci_lower) or its mean (mean) is above threshold")
-    threshold: float = 0.0
-    win_rate: float = Field(0.55, ge=0, le=1, description="two-player: promote at this score rate")
-    seed: int = Field(1, ge=0, le=MAX_SEED, description="at most 2**63 - 1 (numpy seeds are non-negative)")
+    concurrent: int = Field(32, gt=0, description="games in flight at once: the batch of the players' "
+                                                  "searches; more: faster, more memory")
+    rule: Literal["ci_lower", "mean"] = Field("mean", description="single-player: promote when the paired "
+                                                                  "difference's lower 95% bound (ci_lower) "
+                                                                  "or its mean (mean) is above threshold")
+    threshold: float = Field(0.0, description="single-player: the score difference (candidate - best) that "
+                                              "rule's bound must exceed to promote")
+    win_rate: float = Field(0.55, ge=0, le=1, description="two-player: promote when the candidate's score "
+                                                          "rate (win 1, draw 1/2) reaches this")
+    seed: int = Field(1, ge=0, le=MAX_SEED, description="seed of the arena's games and searches (with the "
+                                                        "generation; never self-play's); at most 2**63 - 1")
 
 
 class Params(BaseSettings):
@@ -257,6 +319,67 @@ def dump_params(params: Params) -> str:
     """``params`` as YAML, in the same shape :func:`load_params` reads."""
     return yaml.safe_dump(params.model_dump(mode="json"), sort_keys=False, default_flow_style=None,
                           width=100)
+
+
+def describe_params(params: Params) -> str:
+    """``params`` as :func:`dump_params` writes them (the same keys, values and order), with each
+    field's ``description`` as a ``#`` comment beside its value and each section headed by the
+    summary of its model's docstring: what ``tri params --describe`` prints. Still YAML that
+    :func:`load_params` reads back to ``params``."""
+    header = _comments([_summary(type(params))], "")
+    return "\n".join(header + _describe(params, params.model_dump(mode="json"), "")) + "\n"
+
+
+_WIDTH = 100  # as dump_params: a longer list is written one item per line
+_COMMENT_COLUMN = 40  # trailing comments line up, unless a value is longer than this
+
+
+def _describe(model: BaseModel, data: dict, indent: str) -> list[str]:
+    """The lines of one mapping: nested models as headed blocks, other fields as ``key: value``
+    in YAML flow style with their description as a trailing comment, aligned per mapping."""
+    fields = type(model).model_fields
+    items: list[str | tuple[str, str]] = []  # a finished line, or (text, comment) to align
+    for key, value in data.items():
+        field, attr = fields[key], getattr(model, key)
+        if isinstance(attr, BaseModel):
+            if not indent:
+                items.append("")  # a blank line between top-level sections
+            items += _comments(dict.fromkeys([field.description or "", _summary(type(attr))]), indent)
+            items.append(f"{indent}{key}:")
+            items += _describe(attr, value, indent + "  ")
+            continue
+        comment = " ".join((field.description or "").split())
+        text = f"{indent}{key}: {_flow(value)}"
+        if len(text) <= _WIDTH or not isinstance(value, list) or not value:
+            items.append((text, comment))
+        else:  # a long list: one flow item per line
+            items.append((f"{indent}{key}:", comment))
+            items += [f"{indent}  - {_flow(v)}" for v in value]
+    short = [len(i[0]) for i in items if isinstance(i, tuple) and len(i[0]) < _COMMENT_COLUMN]
+    column = max(short, default=0) + 2
+    return [i if isinstance(i, str) else (f"{i[0].ljust(column - 2)}  # {i[1]}" if i[1] else i[0])
+            for i in items]
+
+
+def _flow(value: object) -> str:
+    """``value`` as one line of YAML flow style (quoted where a plain scalar would read differently)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=2**31, allow_unicode=True)
+    return text.removesuffix("\n").removesuffix("\n...").strip()
+
+
+def _summary(model: type) -> str:
+    """The first paragraph of a model's own docstring on one line, Sphinx markup made plain."""
+    doc = textwrap.dedent(model.__dict__.get("__doc__") or "").strip().split("\n\n")[0]
+    doc = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", " ".join(doc.split()))
+    return doc.replace("``", "`")
+
+
+def _comments(texts, indent: str) -> list[str]:
+    """Each non-empty text as ``#`` comment lines, wrapped to :data:`_WIDTH` columns."""
+    prefix = f"{indent}# "
+    return [line for text in texts if text
+            for line in textwrap.wrap(text, _WIDTH, initial_indent=prefix, subsequent_indent=prefix,
+                                      break_long_words=False, break_on_hyphens=False)]
 
 
 def project_params(root: str | Path, params_file: str | Path | None = None) -> Params:

@@ -24,9 +24,11 @@ class Connect4Config(BaseModel):
     """Connect Four: ``cols`` columns of ``rows`` cells; ``connect`` in a row wins (7 x 6, 4)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    rows: int = Field(6, gt=0, le=MAX_CELLS)
-    cols: int = Field(7, gt=0, le=MAX_CELLS)
-    connect: int = Field(4, ge=2)
+    rows: int = Field(6, gt=0, le=MAX_CELLS, description="cells per column (the board's height); rows * cols "
+                                                         "at most 64 (one bitboard)")
+    cols: int = Field(7, gt=0, le=MAX_CELLS, description="columns, one action each (the board's width)")
+    connect: int = Field(4, ge=2, description="stones in a row (across, down or diagonal) that win; at most "
+                                              "max(rows, cols)")
 
     @model_validator(mode="after")
     def _check(self) -> Connect4Config:
@@ -38,9 +40,10 @@ class MnkConfig(BaseModel):
     """An m,n,k-game: ``m`` rows, ``n`` columns, ``k`` in a row wins (Tic-Tac-Toe: 3, 3, 3)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    m: int = Field(3, gt=0, le=MAX_CELLS, description="rows")
-    n: int = Field(3, gt=0, le=MAX_CELLS, description="columns")
-    k: int = Field(3, ge=2, description="stones in a row that win")
+    m: int = Field(3, gt=0, le=MAX_CELLS, description="rows; m * n at most 64 (one bitboard)")
+    n: int = Field(3, gt=0, le=MAX_CELLS, description="columns; every empty cell is a legal move")
+    k: int = Field(3, ge=2, description="stones in a row (across, down or diagonal) that win; at most "
+                                        "max(m, n)")
 
     @model_validator(mode="after")
     def _check(self) -> MnkConfig:

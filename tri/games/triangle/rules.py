@@ -87,22 +87,31 @@ class TriangleRewards(BaseModel):
     """Reward of a step: ``placed * n_placed + cleared * n_cleared (+ alive unless over)``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    placed: float = 0.01
-    cleared: float = 0.5
-    alive: float = 0.005
-    illegal: float = -10.0
+    placed: float = Field(0.01, description="reward per triangle placed")
+    cleared: float = Field(0.5, description="reward per triangle cleared (a cell of two completed lines "
+                                            "counts once)")
+    alive: float = Field(0.005, description="reward of a step after which the game goes on")
+    illegal: float = Field(-10.0, description="reward of an illegal action, which ends the game (tri's "
+                                              "players and prompts never make one)")
 
 
 class TriangleConfig(BaseModel):
     """The triangle puzzle's rules (``../shared/triangle-rules.md``); defaults are the reference's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    rows: int = Field(8, gt=0, le=32)
-    cols: int = Field(15, gt=0, le=32)
-    playable: tuple[tuple[int, int], ...] = DEFAULT_PLAYABLE
-    num_slots: int = Field(3, gt=0, le=8)
-    templates: tuple[YamlShape, ...] = DEFAULT_TEMPLATES
-    rewards: TriangleRewards = TriangleRewards()
+    rows: int = Field(8, gt=0, le=32, description="rows of the board's rectangle; row 0 is the top")
+    cols: int = Field(15, gt=0, le=32, description="columns of the rectangle; cell (r, c) is an up triangle "
+                                                   "when r + c is odd")
+    playable: tuple[tuple[int, int], ...] = Field(
+        DEFAULT_PLAYABLE, description="per row, the [start, end) columns that are playable; the other "
+                                      "cells are death cells")
+    num_slots: int = Field(3, gt=0, le=8, description="preview slots, all refilled at once when all are "
+                                                      "empty; actions are num_slots * rows * cols")
+    templates: tuple[YamlShape, ...] = Field(
+        DEFAULT_TEMPLATES, description="the shapes refills are drawn from, uniformly (duplicates weight "
+                                       "the draw); each a list of [dr, dc, U|D] from its anchor")
+    rewards: TriangleRewards = Field(TriangleRewards(), description="the rewards of a step; a game's score "
+                                                                    "is their sum")
 
     @field_validator("templates", mode="before")
     @classmethod
