@@ -1,6 +1,5 @@
 """``tri serve``: the Prefect and MLflow UIs of a project, and its deployments (the logic is in
-:mod:`pipelines.serve`). Attach it to the ``tri`` group with ``main.add_command(serve, "serve")``;
-``python -m tri.cli.serve ...`` runs it alone."""
+:mod:`pipelines.serve`)."""
 
 from __future__ import annotations
 
@@ -8,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from tri.errors import TriError
+from pipelines import serve as serving
+from tri.cli.common import CONTEXT
 
 
-@click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("serve", context_settings=CONTEXT)
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Project folder holding params.yaml, models/ and data/.")
 @click.option("--prefect-port", type=click.IntRange(1, 65535), default=4200, show_default=True,
@@ -38,19 +38,8 @@ def serve(root: Path, prefect_port: int, mlflow_port: int, interval: float | Non
     """Start the Prefect server and the MLflow UI for the project, and serve its generation and
     loop deployments: start, schedule, watch and cancel runs from the Prefect UI. Ctrl-C stops
     everything."""
-    from pipelines import serve as serving
-
     params_file = str(params_path.resolve()) if params_path is not None else None
-    try:
-        serving.serve(root, prefect_port=prefect_port, mlflow_port=mlflow_port,
-                      schedule=serving.Schedule(interval, cron),
-                      loop_stop=serving.LoopStop(generations, minutes, plateau), params_file=params_file,
-                      timeout=timeout, echo=lambda line: click.echo(line))
-    except TriError as exc:  # as tri.cli's group reports it, for `python -m tri.cli.serve`
-        for line in str(exc).splitlines():
-            click.echo(f"error: {line}", err=True)
-        raise click.exceptions.Exit(exc.exit_code) from None
-
-
-if __name__ == "__main__":
-    serve()
+    serving.serve(root, prefect_port=prefect_port, mlflow_port=mlflow_port,
+                  schedule=serving.Schedule(interval, cron),
+                  loop_stop=serving.LoopStop(generations, minutes, plateau), params_file=params_file,
+                  timeout=timeout, echo=lambda line: click.echo(line))

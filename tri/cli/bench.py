@@ -1,0 +1,68 @@
+"""``tri bench``: speed, every figure a median over repeats, beside its anchor in the same run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tri.bench import engine, orchestration, search
+from tri.cli.common import PARAMS_OPTION, TriGroup
+from tri.config import load_params
+from tri.errors import TriError
+
+
+@click.group(cls=TriGroup)
+def bench() -> None:
+    """Measure speed; every figure is a median over repeats."""
+
+
+@bench.command("engine")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--repeats", type=click.IntRange(1), default=5, show_default=True,
+              help="Timed repeats per figure (the median is reported).")
+@click.option("--seconds", type=click.FloatRange(0.01), default=0.5, show_default=True,
+              help="Length of one timed repeat.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of games and moves.")
+@PARAMS_OPTION
+def bench_engine(as_json: bool, repeats: int, seconds: float, seed: int, params_path: Path | None) -> None:
+    """Random-play speed of the triangle engine (scalar and batched), legal-mask and copy costs,
+    beside trianglengin 2.0.7 when it is importable."""
+
+    params = load_params(params_path)
+    report = engine.run(params.game.triangle, repeats=repeats, seconds=seconds, seed=seed)
+    engine.print_report(report, as_json=as_json)
+
+
+@bench.command("search")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--repeats", type=click.IntRange(1), default=5, show_default=True)
+@click.option("--moves", type=click.IntRange(1), default=8, show_default=True,
+              help="Self-play moves per game per repeat.")
+@click.option("--leaves", type=click.IntRange(1), default=16, show_default=True,
+              help="Leaves per network call for the single-game 2,048-simulation move.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@PARAMS_OPTION
+def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, seed: int,
+                 params_path: Path | None) -> None:
+    """Self-play simulations/s against network-only evaluations/s at the same batch, and one
+    2,048-simulation move."""
+
+    search.print_report(search.run(load_params(params_path), repeats=repeats, moves=moves, leaves=leaves, seed=seed),
+                 as_json=as_json)
+
+
+@bench.command("orchestration")
+@click.option("--generations", type=click.IntRange(1), default=2, show_default=True,
+              help="Generations each way (plain stages, then the flow).")
+@click.option("--scratch", type=click.Path(file_okay=False, path_type=Path), default=Path(".bench/orchestration"),
+              show_default=True, help="Scratch folder for the two projects (emptied first).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@PARAMS_OPTION
+def bench_orchestration(generations: int, scratch: Path, as_json: bool, params_path: Path | None) -> None:
+    """The time Prefect + DVC + git + MLflow add to a generation, against the stages alone."""
+
+    repo = Path(__file__).resolve().parents[2]  # tri/cli/bench.py -> the checkout
+    if not (repo / "dvc.yaml").is_file():
+        raise TriError(f"tri bench orchestration runs from a tri checkout (no dvc.yaml in {repo})")
+    orchestration.print_report(orchestration.run(load_params(params_path), scratch, repo, generations=generations), as_json=as_json)

@@ -1,0 +1,34 @@
+"""What every ``tri`` command shares: the group that turns user errors into one line, and the
+``--params`` option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tri.errors import TriError
+
+PARAMS_OPTION = click.option(
+    "--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="params.yaml to read (default: ./params.yaml if present, else the embedded defaults).")
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+class TriGroup(click.Group):
+    """A group that reports user errors as ``error: ...`` lines instead of tracebacks, and a
+    subcommand's bad option (click's usage errors) as one such line too."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except TriError as exc:
+            for line in str(exc).splitlines():
+                click.echo(f"error: {line}", err=True)
+            ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            message = " ".join(exc.format_message().split())
+            click.echo(f"error: {where}: {message} (see {where} --help)", err=True)
+            ctx.exit(exc.exit_code)

@@ -1,0 +1,118 @@
+"""Project commands: ``tri params`` (the effective settings), ``tri loop`` (generations as
+Prefect flows, stopped cleanly by Ctrl-C or SIGTERM) and ``tri curve`` (the learning curve)."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from pathlib import Path
+
+import click
+
+from tri import layout
+from tri.cli.common import PARAMS_OPTION
+from tri.config import Runtime, describe_params, dump_params, load_params, project_params
+from tri.errors import TriError
+from tri.record import stores, versioning
+from tri.record.report import learning_curve, plot
+from tri.resources import check_params
+
+
+@click.command("params")
+@click.option("--describe", is_flag=True, help="Each setting's description beside its value, as YAML comments.")
+@PARAMS_OPTION
+def params_cmd(describe: bool, params_path: Path | None) -> None:
+    """Validate params.yaml and print the effective parameters as YAML."""
+    params = load_params(params_path)
+    click.echo(describe_params(params) if describe else dump_params(params), nl=False)
+
+
+@click.command("loop")
+@click.option("--root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."),
+              show_default=True, help="Project folder holding params.yaml, models/ and data/ (must exist).")
+@click.option("--generations", type=click.IntRange(1), default=None, help="Stop after this many generations.")
+@click.option("--minutes", type=click.FloatRange(0), default=None, help="Stop starting generations after this long.")
+@click.option("--plateau", type=click.IntRange(1), default=None,
+              help="Stop after this many generations in a row without a promotion.")
+@click.option("--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Params file (default: ROOT/params.yaml, else the embedded defaults). A DVC project "
+                   "runs on its params.yaml only.")
+def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau: int | None,
+             params_path: Path | None) -> None:
+    """Run generations as Prefect flows (self-play, train, arena, promote, record), continuing
+    after the last recorded one. Ctrl-C (or SIGTERM) stops it cleanly; run it again to go on."""
+    if generations is None and minutes is None and plateau is None:
+        raise TriError("tri loop: give --generations, --minutes or --plateau")
+    params_file = str(params_path.resolve()) if params_path is not None else None
+    # Fail fast, before a Prefect server starts or anything is written (the flow checks them again).
+    check_params(project_params(root, params_file), workers=Runtime().workers)
+    versioning.check_params_file(root, params_file)
+    with versioning.project_lock(root):
+        pass
+    stores.configure(root)
+    # Prefect reads its settings when it is imported: only now that they point into the project.
+    from prefect.exceptions import TerminationSignal
+
+    from pipelines import loop
+
+    try:
+        with _stop_on_signals():
+            loop.run(root, params_file, generations=generations, minutes=minutes, plateau=plateau,
+                     echo=click.echo)
+    except (KeyboardInterrupt, TerminationSignal):
+        click.echo("tri loop: stopped; the generation in flight was not recorded (run tri loop again to "
+                   "redo it)", err=True)
+        raise click.exceptions.Exit(130) from None
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """SIGINT (Ctrl-C, which a terminal sends to its whole foreground process group) and SIGTERM
+    (``kill``, a scheduler) both stop the loop: the first raises KeyboardInterrupt, so Python
+    unwinds (the shards in flight stop, the flow runs are marked crashed on the Prefect server,
+    still up in its own session, the MLflow run KILLED, the lock released, the server stopped
+    last); later ones are ignored, so the shutdown finishes. While a flow runs, Prefect's own
+    SIGTERM handler raises ``TerminationSignal`` instead, which unwinds the same way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping = threading.Event()
+
+    def interrupt(signum, frame):
+        if not stopping.is_set():
+            stopping.set()
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@click.command("curve")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="PNG to write (default: data/learning-curve.png under --root).")
+@click.option("--baseline", "baselines", multiple=True, metavar="NAME=SCORE",
+              help="A horizontal reference line, e.g. greedy=32.6 (repeatable).")
+def curve_cmd(root: Path, out: Path | None, baselines: tuple[str, ...]) -> None:
+    """Plot the arena mean score per generation and print it as a table."""
+    points = learning_curve(root)
+    if not points:
+        raise TriError(f"no arena results under {root / 'data' / 'arena'}")
+    lines = {}
+    for item in baselines:
+        name, _, value = item.partition("=")
+        try:
+            lines[name] = float(value)
+        except ValueError:
+            raise TriError(f"--baseline {item!r}: expected NAME=SCORE, e.g. greedy=32.6") from None
+    out = out or layout.learning_curve_path(root)
+    plot(points, out, baselines=lines)
+    click.echo("generation  candidate  best  promoted")
+    for p in points:
+        click.echo(f"{p.generation:>10}  {p.candidate:9.2f}  {p.best:5.2f}  {'yes' if p.promoted else 'no'}")
+    click.echo(f"wrote {out}")
