@@ -25,12 +25,10 @@ def game() -> TriangleGame:
 def one_torch_thread():
     """torch on one thread: two threads on a busy 2-core machine spin against each other (25 ms
     instead of 1 ms per tiny forward pass)."""
-    import torch
+    from tri.device import torch_threads
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -31,17 +31,6 @@ CPU = Runtime(workers=1, device="cpu")
 TINY_NET = NetParams(channels=8, blocks=1, value_hidden=16)
 
 
-@pytest.fixture
-def one_torch_thread():
-    """torch on one thread (two threads on a busy 2-core machine spin against each other)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class TableAgent:
     """A test player: the move a table gives for each state (keyed by the state's bytes)."""
 

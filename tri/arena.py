@@ -12,7 +12,9 @@ Two-player games: every seed is played twice, A opening once and B once; wins, d
 losses, A's score rate (win 1, draw 1/2) with a 95% interval, and promotion when the score
 rate reaches ``arena.win_rate``.
 
-Both use the one game loop of self-play (:func:`tri.episodes.run_episodes`), without noise.
+Both use the one game loop of self-play (:func:`tri.episodes.run_episodes`), without noise, on
+the device ``TRI_DEVICE`` resolves to (:func:`tri.device.resolve_device`), torch on one thread
+(:func:`tri.device.torch_threads`: the same results on any machine).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 from tri import atomic
 from tri.config import Params, Runtime
+from tri.device import resolve_device, torch_threads
 from tri.episodes import run_episodes
 from tri.errors import TriError
 
@@ -134,8 +137,6 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     of ``seed`` (default ``arena.seed``) and ``generation``. ``labels`` name them in the result
     (default: the specs), so a caller passing absolute paths can write the same bytes as the
     command line run from the project folder."""
-    import torch
-
     from tri.games import make_game
     from tri.players import check_player_memory, make_agent, parse_spec
     from tri.resources import arena_batch
@@ -149,7 +150,7 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     for spec in (spec_a, spec_b):  # both, before any checkpoint is loaded
         check_player_memory(spec, game, params.mcts, ap, batch=batch)
     seeds = arena_seeds(ap.seed if seed is None else seed, n, generation)
-    device = "cpu" if runtime.device == "auto" else runtime.device
+    device = resolve_device(runtime.device)
 
     def agent(spec):
         # The same generator seed for both players: their searches sample the same chance
@@ -158,12 +159,8 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
         return make_agent(spec, game, params.mcts, ap, rng, device, batch=batch)
 
     agent_a, agent_b = agent(spec_a), agent(spec_b)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # results must not depend on the machine (float summation order)
-    try:
+    with torch_threads():  # results must not depend on the machine (float summation order)
         result = _play(game, ap, *(labels or (a, b)), agent_a, agent_b, seeds, n)
-    finally:
-        torch.set_num_threads(threads)
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")
     return result

@@ -219,10 +219,11 @@ class Params(BaseSettings):
 
 
 class Runtime(BaseSettings):
-    """Settings that never change results; ``TRI_<NAME>`` environment variables override."""
+    """Settings that do not change results on a given device (a GPU gives other float sums than
+    the CPU); ``TRI_<NAME>`` environment variables override."""
 
     model_config = SettingsConfigDict(env_prefix="TRI_", frozen=True, extra="ignore")
-    device: str = Field("auto", description="torch device: auto, cpu, cuda, cuda:1, mps")
+    device: str = Field("auto", description="torch device: auto (CUDA if torch sees one, then MPS, else the CPU), cpu, cuda, cuda:N or mps; results are reproducible per device (a GPU's float sums differ from the CPU's)")
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, gt=0,
                          description="worker processes for self-play")
     tracking: bool = Field(True, description="log generations to MLflow (TRI_TRACKING=false: off)")

@@ -8,6 +8,9 @@
   them, so every stage whose results are recorded (self-play, arena, evaluation, the rendered
   game) plays on one thread, and training on ``train.threads``, a param: the same bytes on any
   machine. (A GPU gives other bytes than the CPU: results are reproducible per device.)
+- :func:`training_autocast`: the forward pass's precision in training: bf16 autocast on CUDA,
+  nothing on any other device (the CPU's float32 bytes stay as they were).
+- :func:`synchronize`: wait for the device's queued work (for timing; nothing on the CPU).
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ def resolve_device(name: str = "auto") -> str:
         if mps is not None and mps.is_available():
             return "mps"
         return "cpu"
-    kind, _, index = text.partition(":")
-    if kind not in _NAMED or (index and (kind != "cuda" or not index.isdigit())):
+    kind, colon, index = text.partition(":")
+    if kind not in _NAMED or (colon and (kind != "cuda" or not index.isdigit())):
         raise TriError(f"TRI_DEVICE={name!r}: expected auto, cpu, cuda, cuda:N or mps")
     if kind == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -59,3 +62,21 @@ def torch_threads(n: int = 1) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def training_autocast(device: str) -> contextlib.AbstractContextManager:
+    """``torch.autocast("cuda", dtype=torch.bfloat16)`` on a CUDA device, else a block that
+    changes nothing (on the CPU, training's bytes must not change; MPS trains in float32)."""
+    if torch.device(device).type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def synchronize(device: str) -> None:
+    """Wait until ``device`` has finished its queued work (CUDA and MPS run asynchronously), so
+    a clock read after it measures the work; nothing to wait for on the CPU."""
+    kind = torch.device(device).type
+    if kind == "cuda":
+        torch.cuda.synchronize(device)
+    elif kind == "mps":
+        torch.mps.synchronize()

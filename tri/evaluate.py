@@ -30,14 +30,16 @@ the search's root value is not the value head.
 
 Results come back as an :class:`EvalResult`; its :meth:`EvalResult.metrics` are the flat
 numbers a tracker (MLflow, later) can log.
+
+A network player runs on the device ``TRI_DEVICE`` resolves to (:func:`tri.device.resolve_device`),
+torch on one thread as in the arena (:func:`tri.device.torch_threads`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -45,6 +47,7 @@ import numpy as np
 
 from tri import atomic
 from tri.config import Params, Runtime
+from tri.device import resolve_device, torch_threads
 from tri.errors import TriError
 
 DEFAULT_TESTSETS = Path("../shared/connect4-testsets")
@@ -192,28 +195,6 @@ def make_player(player, game, params: Params, *, simulations: int | None, seed: 
     return agent, getattr(agent, "evaluate", None), player, sims
 
 
-@contextlib.contextmanager
-def _one_torch_thread(player) -> Iterator[None]:
-    """Network players run torch on one thread, as the arena does: results must not depend on the
-    machine (float summation order), and two threads on a busy small machine spin."""
-    if not isinstance(player, str) or player in ("random", "greedy"):
-        yield
-        return
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _device(runtime: Runtime | None) -> str:
-    runtime = runtime or Runtime()
-    return "cpu" if runtime.device == "auto" else runtime.device
-
-
 # ---- Connect Four: Pons' test sets ---------------------------------------------------------------
 
 
@@ -302,9 +283,9 @@ def run_connect4(params: Params, player, files: Sequence[Path] = (), *, testsets
     game = Connect4Game(config)
     sets = [load_testset(p, limit) for p in find_testsets(files, testsets)]  # bad files fail first
     agent, evaluate, name, sims = make_player(player, game, params, simulations=simulations, seed=seed,
-                                              device=_device(runtime))
+                                              device=resolve_device((runtime or Runtime()).device))
     result = EvalResult("connect4", name, sims)
-    with _one_torch_thread(player):
+    with torch_threads():  # as in the arena: results must not depend on the machine
         for ts in sets:
             states = np.stack([_position(game, ts, i) for i in range(len(ts.moves))]) if ts.moves \
                 else np.zeros((0, game.state_size), np.uint64)
@@ -391,10 +372,10 @@ def run_tictactoe(params: Params, player, *, simulations: int | None = None, see
     game = MnkGame(params.game.tictactoe)
     solution = solve(game, max_positions)
     agent, evaluate, name, sims = make_player(player, game, params, simulations=simulations, seed=seed,
-                                              device=_device(runtime))
+                                              device=resolve_device((runtime or Runtime()).device))
     result = EvalResult("tictactoe", name, sims)
     c = game.config
-    with _one_torch_thread(player):
+    with torch_threads():  # as in the arena: results must not depend on the machine
         result.rows.append(score_positions(f"{c.m}x{c.n} k={c.k}", solution.states, solution.value,
                                            solution.action_values, agent, evaluate))
     result.rows[0].perfect = None  # win/draw/loss values: "perfect" would be "not wrong"

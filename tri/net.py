@@ -201,7 +201,9 @@ def save_checkpoint(ckpt: Checkpoint, path: str | Path) -> None:
 
 def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.device = "cpu") -> Checkpoint:
     """Read a checkpoint without executing pickled code. If ``game`` is given, the checkpoint
-    must be for that game and config. Raises :class:`TriError` naming the problem."""
+    must be for that game and config. Raises :class:`TriError` naming the problem. Its tensors
+    land on the CPU (``map_location``), whatever device saved them, so a checkpoint loads on
+    any machine; a stage moves the network to its own device."""
     path = Path(path)
     if not path.is_file():
         raise TriError(f"checkpoint {path}: file not found")
@@ -287,7 +289,9 @@ def check_game(path: Path | str, name: str, config: dict[str, Any], game) -> Non
 
 def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu"):
     """The search's ``evaluate(states [M, L]) -> (priors [M, A], legal [M, A], values [M])``:
-    encode, one forward pass in inference mode, masked softmax, decoded values."""
+    encode, one forward pass in inference mode on ``device`` (the model is moved there), masked
+    softmax, decoded values. Whatever the device, the arrays come back as numpy on the CPU
+    (float32 priors and values), where the search runs."""
     model = model.to(device).eval()
 
     def evaluate(states):

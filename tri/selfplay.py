@@ -2,10 +2,12 @@
 
 :func:`run` splits the games into ``selfplay.shards`` shards (fixed by params, so the files do not
 depend on how many workers run them), plays each shard in a worker process (torch limited to one
-thread per worker) and writes it with :func:`tri.shards.write_shard`. Everything random comes from
-``selfplay.seed`` and the generation (the loop's turn; by default the model's): the same model,
-params, seed and generation give the same shards. A complete shard whose inputs match is kept,
-so an interrupted stage resumes.
+thread per worker, see :func:`tri.device.torch_threads`) on the device ``TRI_DEVICE`` resolves to
+(:func:`tri.device.resolve_device`; every shard task carries it), and writes it with
+:func:`tri.shards.write_shard`. Everything random comes from ``selfplay.seed`` and the
+generation (the loop's turn; by default the model's): the same model, params, seed, generation
+and device give the same shards. A complete shard whose inputs match is kept, so an interrupted
+stage resumes.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ import numpy as np
 
 from tri import layout
 from tri.config import Params, Runtime
+from tri.device import resolve_device, torch_threads
 
 
 @dataclass(frozen=True)
 class ShardTask:
     """Everything a worker needs (plain values, so it pickles): shard ``shard`` plays the games
-    ``seeds`` whose indices start at ``first_game``."""
+    ``seeds`` whose indices start at ``first_game``, its network on ``device`` (a resolved torch
+    device name, see :func:`tri.device.resolve_device`)."""
 
     params: Params
     model: str
@@ -139,7 +143,9 @@ def _task_key(task: ShardTask, model_id: str) -> str:
 
 
 def _init_worker() -> None:
-    """A worker process: torch on one thread (the workers are the parallelism)."""
+    """A worker process: torch on one thread (the workers are the parallelism). For the life of
+    the process, so not :func:`tri.device.torch_threads` (a block): the process ends with the pool,
+    and nothing else runs in it to restore the count for; interop threads can only be set once."""
     import torch
 
     torch.set_num_threads(1)
@@ -165,11 +171,9 @@ def recorded_position_bytes(game) -> int:
 
 
 def _longest_game(game, max_moves: int) -> int:
-    """Moves a game can last: ``max_moves``, or fewer where the rules end it sooner (a k-in-a-row
-    game fills a cell per move)."""
-    from tri.games.kinrow.engine import KInRowGame
-
-    return min(max_moves, game.num_cells) if isinstance(game, KInRowGame) else max_moves
+    """Moves a game can last: ``max_moves``, or fewer where the rules end it sooner
+    (``game.move_limit``: a k-in-a-row game fills a cell per move)."""
+    return max_moves if game.move_limit is None else min(max_moves, game.move_limit)
 
 
 def check_memory(params: Params, game, *, parallel: int = 1) -> None:
@@ -198,14 +202,17 @@ def check_memory(params: Params, game, *, parallel: int = 1) -> None:
 
 
 def shard_tasks(params: Params, model: Path, out: Path, *, generation: int | None = None,
-                device: str = "cpu") -> list[ShardTask]:
+                device: str | None = None) -> list[ShardTask]:
     """The shards of one self-play run (``selfplay.shards`` of them, fixed by params): what
     :func:`run` plays in its worker pool, and what the generation flow submits one task each.
     ``generation`` (default: the model's) labels the data and, with ``selfplay.seed``, seeds it.
-    Raises :class:`~tri.errors.TriError` first if one shard would not fit in memory."""
+    ``device`` (``auto``, ``cpu``, ``cuda``, ...; default: ``TRI_DEVICE``) is resolved here, and
+    the tasks carry the result. Raises :class:`~tri.errors.TriError` first if one shard would not
+    fit in memory or the device does not exist."""
     from tri.games import make_game
     from tri.net import load_checkpoint
 
+    device = resolve_device(Runtime().device if device is None else device)
     game = make_game(params.game)
     check_memory(params, game)  # before the seeds, the checkpoint, the folder
     model_generation = load_checkpoint(model, game).generation  # fails early on a bad checkpoint
@@ -221,14 +228,8 @@ def shard_tasks(params: Params, model: Path, out: Path, *, generation: int | Non
 def play_shard_alone(task: ShardTask, stop=None) -> ShardResult:
     """:func:`play_shard` with torch on one thread, as in a pool worker (so a shard's bytes do
     not depend on where it runs: a worker process, a thread of an orchestrator, a Dask worker)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads():
         return play_shard(task, stop=stop)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def summarize(tasks: list[ShardTask], results: list[ShardResult], seconds: float) -> SelfplayResult:
@@ -246,11 +247,12 @@ def summarize(tasks: list[ShardTask], results: list[ShardResult], seconds: float
 def run(params: Params, model: Path, out: Path, *, generation: int | None = None,
         runtime: Runtime | None = None, progress: bool = True) -> SelfplayResult:
     """Play ``params.selfplay.games`` games with the checkpoint ``model`` into the folder ``out``,
-    the shards of :func:`shard_tasks` in ``runtime.workers`` processes."""
+    the shards of :func:`shard_tasks` in ``runtime.workers`` processes, on the device
+    ``runtime.device`` resolves to."""
     from tri.games import make_game
 
     runtime = runtime or Runtime()
-    device = "cpu" if runtime.device == "auto" else runtime.device
+    device = resolve_device(runtime.device)
     sp = params.selfplay
     check_memory(params, make_game(params.game), parallel=min(runtime.workers, sp.shards, sp.games))
     tasks = shard_tasks(params, model, out, generation=generation, device=device)
@@ -258,14 +260,8 @@ def run(params: Params, model: Path, out: Path, *, generation: int | None = None
     with _Progress(params.selfplay.games, enabled=progress) as bar:
         workers = min(runtime.workers, len(tasks))
         if workers <= 1:
-            import torch
-
-            threads = torch.get_num_threads()
-            torch.set_num_threads(1)  # as in a worker, so results do not depend on the worker count
-            try:
+            with torch_threads():  # as in a worker, so results do not depend on the worker count
                 results = [play_shard(t, bar.update) for t in tasks]
-            finally:
-                torch.set_num_threads(threads)
         else:
             ctx = mp.get_context("spawn")
             with ctx.Manager() as manager, ProcessPoolExecutor(

@@ -13,6 +13,13 @@ number of steps follows KataGo's rule of thumb: each *new* position (the newest 
 about ``train.samples_per_position`` times, capped by ``train.max_steps``. Games with symmetries
 get a random symmetry per sample. The optimizer state travels in the checkpoint, so the next
 generation continues it.
+
+Training runs on the device ``TRI_DEVICE`` resolves to (:func:`tri.device.resolve_device`): the
+network and each minibatch are moved there (minibatches are still drawn and augmented with numpy,
+so the draws do not depend on the device), the forward pass runs under bf16 autocast on CUDA and
+in float32 elsewhere (the CPU's bytes are those of a CPU-only tri), and the candidate is saved
+from CPU tensors, so it loads anywhere with ``weights_only=True``. Torch runs on
+``train.threads`` threads (:func:`tri.device.torch_threads`).
 """
 
 from __future__ import annotations
@@ -25,9 +32,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from tri import atomic, layout
-from tri.config import Params
+from tri.config import Params, Runtime
+from tri.device import resolve_device, torch_threads, training_autocast
 from tri.errors import TriError
 
 
@@ -95,32 +105,26 @@ def _lr(step: int, total: int, params) -> float:
 
 
 def run(params: Params, model: Path, data: list[Path], out: Path, *, generation: int | None = None,
-        metrics: Path | None = None, losses: Path | None = None, progress: bool = True) -> TrainResult:
-    """Train ``model`` (the previous candidate or the best, see ``train.continue_from``) on the self-play ``data`` folders (oldest first; the last
-    is the new data) and write the candidate checkpoint ``out`` labelled ``generation`` (default:
-    the model's + 1), the summary ``metrics`` (JSON) and per-step ``losses`` (CSV: step, lr, loss,
-    policy_loss, value_loss)."""
-    import torch
-
+        metrics: Path | None = None, losses: Path | None = None, runtime: Runtime | None = None,
+        progress: bool = True) -> TrainResult:
+    """Train ``model`` (the previous candidate or the best, see ``train.continue_from``) on the
+    self-play ``data`` folders (oldest first; the last is the new data) and write the candidate
+    checkpoint ``out`` labelled ``generation`` (default: the model's + 1), the summary ``metrics``
+    (JSON) and per-step ``losses`` (CSV: step, lr, loss, policy_loss, value_loss). On the device
+    ``runtime.device`` resolves to (default :class:`Runtime`: ``TRI_DEVICE``)."""
     tp = params.train
     if not data:
         raise TriError("train: no self-play folders given")
     start = time.perf_counter()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(tp.threads)
-    try:
-        return _train(params, model, data, out, generation, metrics, losses, progress, start)
-    finally:
-        torch.set_num_threads(threads)
+    device = resolve_device((runtime or Runtime()).device)
+    with torch_threads(tp.threads):
+        return _train(params, model, data, out, generation, metrics, losses, progress, start, device)
 
 
 def _train(params: Params, model: Path, data: list[Path], out: Path, generation: int | None,
-           metrics: Path | None, losses: Path | None, progress: bool, start: float) -> TrainResult:
-    import torch
-    import torch.nn.functional as F
-
+           metrics: Path | None, losses: Path | None, progress: bool, start: float, device: str) -> TrainResult:
     from tri.games import make_game
-    from tri.net import Checkpoint, load_checkpoint, save_checkpoint, two_hot
+    from tri.net import Checkpoint, load_checkpoint, save_checkpoint
 
     tp = params.train
     game = make_game(params.game)
@@ -133,57 +137,39 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     rng = np.random.default_rng([tp.seed, generation])
     torch.manual_seed(tp.seed + generation)
 
-    net = best.model
+    net = best.model.to(device)
     net.train()
     optimizer = torch.optim.AdamW(net.parameters(), lr=tp.lr, weight_decay=tp.weight_decay)
     if best.optimizer:
         try:
-            optimizer.load_state_dict(best.optimizer)
+            optimizer.load_state_dict(best.optimizer)  # its tensors follow the parameters' device
         except (ValueError, KeyError):
             pass  # a different network shape: start the optimizer afresh
     symmetries = game.symmetries()
-    single = game.num_players == 1
     rows = []
     bar = _bar(steps, progress)
     for step in range(steps):
-        idx = rng.integers(0, size, size=tp.batch_size)
-        x = game.encode(window["state"][idx])
-        policy, legal = window["policy"][idx], window["legal"][idx]
-        if symmetries:
-            which = rng.integers(0, len(symmetries) + 1, size=idx.size)
-            for k, sym in enumerate(symmetries, start=1):
-                sel = which == k
-                x[sel] = sym.apply_planes(x[sel])
-                policy[sel], legal[sel] = sym.apply_policy(policy[sel]), sym.apply_policy(legal[sel])
+        batch = _minibatch(game, symmetries, window, rng.integers(0, size, size=tp.batch_size), rng)
         lr = _lr(step, steps, tp)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        target_v = torch.from_numpy(window["value_target"][idx])
-        logits, value_out = net(torch.from_numpy(x))
-        legal_t = torch.from_numpy(legal)
-        log_p = torch.log_softmax(logits.masked_fill(~legal_t, -1e9), dim=1)
-        policy_loss = -(torch.from_numpy(policy) * log_p).sum(dim=1).mean()
-        if single:
-            target = two_hot(target_v, net.params.support_max, net.params.support_eps)
-            value_loss = -(target * torch.log_softmax(value_out, dim=1)).sum(dim=1).mean()
-        else:
-            value_loss = F.mse_loss(value_out, target_v)
-        loss = policy_loss + tp.value_weight * value_loss
+        loss, policy_loss, value_loss = _losses(net, game, tp, batch, device)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), tp.grad_clip)
         optimizer.step()
-        rows.append((step, lr, loss.item(), policy_loss.item(), value_loss.item()))
+        rows.append((step, lr, *torch.stack([loss, policy_loss, value_loss]).tolist()))  # one wait per step
         if bar:
             bar.update(bar.task_ids[0], advance=1, loss=rows[-1][2])
     if bar:
         bar.stop()
-    net.eval()
+    net.eval().to("cpu")
     provenance = {"parent_model_id": parent_id, "parent_generation": str(best.generation),
                   "data": ",".join(Path(d).name for d in data), "train_steps": str(steps)}
+    state = optimizer.state_dict()
     candidate = Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"),
                            net_params=best.net_params, generation=generation, model=net,
-                           provenance=provenance, optimizer=optimizer.state_dict())
+                           provenance=provenance, optimizer=state if device == "cpu" else on_cpu(state))
     save_checkpoint(candidate, out)
     tail = rows[-max(1, len(rows) // 10):]
     result = TrainResult(generation=generation, steps=steps, window_positions=size, new_positions=new,
@@ -196,6 +182,56 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     if losses is not None:
         write_losses(Path(losses), rows)
     return result
+
+
+def _minibatch(game, symmetries, window: dict[str, np.ndarray], idx: np.ndarray,
+               rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The rows ``idx`` of the window as network input ``x``, ``policy``, ``legal`` and
+    ``value_target``, each sample under a random one of the game's ``symmetries`` or none (drawn
+    from ``rng``)."""
+    x = game.encode(window["state"][idx])
+    policy, legal = window["policy"][idx], window["legal"][idx]
+    if symmetries:
+        which = rng.integers(0, len(symmetries) + 1, size=idx.size)
+        for k, sym in enumerate(symmetries, start=1):
+            sel = which == k
+            x[sel] = sym.apply_planes(x[sel])
+            policy[sel], legal[sel] = sym.apply_policy(policy[sel]), sym.apply_policy(legal[sel])
+    return {"x": x, "policy": policy, "legal": legal, "value_target": window["value_target"][idx]}
+
+
+def _losses(net, game, tp, batch: dict[str, np.ndarray], device: str):
+    """``(loss, policy_loss, value_loss)`` of one minibatch on ``device``: the forward pass under
+    :func:`tri.device.training_autocast` (bf16 on CUDA), the losses in float32."""
+    from tri.net import two_hot
+
+    def tensor(name: str) -> torch.Tensor:
+        return torch.from_numpy(batch[name]).to(device)
+
+    with training_autocast(device):
+        logits, value_out = net(tensor("x"))
+    logits, value_out = logits.float(), value_out.float()  # no-ops in float32
+    target_v = tensor("value_target")
+    log_p = torch.log_softmax(logits.masked_fill(~tensor("legal"), -1e9), dim=1)
+    policy_loss = -(tensor("policy") * log_p).sum(dim=1).mean()
+    if game.num_players == 1:
+        target = two_hot(target_v, net.params.support_max, net.params.support_eps)
+        value_loss = -(target * torch.log_softmax(value_out, dim=1)).sum(dim=1).mean()
+    else:
+        value_loss = F.mse_loss(value_out, target_v)
+    return policy_loss + tp.value_weight * value_loss, policy_loss, value_loss
+
+
+def on_cpu(state):
+    """``state`` (an optimizer's state dict: nested dicts, lists and tuples) with every tensor
+    copied to the CPU, so a checkpoint saved from a GPU run loads on any machine."""
+    if isinstance(state, torch.Tensor):
+        return state.cpu()
+    if isinstance(state, dict):
+        return {k: on_cpu(v) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(on_cpu(v) for v in state)
+    return state
 
 
 def write_losses(path: Path, rows: list[tuple]) -> None:

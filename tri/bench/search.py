@@ -1,6 +1,7 @@
 """``tri bench search``: how close self-play comes to the network's own speed.
 
-Figures (medians over ``repeats``; torch on one thread, as in a self-play worker):
+Figures (medians over ``repeats``; torch on one thread, as in a self-play worker; the network on
+the device ``TRI_DEVICE`` resolves to, named in the report):
 
 - self-play: simulations per second and positions per second of the search with the default
   ``mcts`` and network, ``selfplay.concurrent`` games in flight (the batch of every network call);
@@ -20,7 +21,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tri.config import Params
+from tri.config import Params, Runtime
+from tri.device import resolve_device, synchronize, torch_threads
 
 ALPHATRIANGLE_SECONDS = 36.0  # alphatriangle 1.0.0, default search, per move (36-45 s here)
 
@@ -37,13 +39,22 @@ class SearchBench:
     move_2048_leaves: int
     alphatriangle_seconds: float
     speedup_vs_alphatriangle: float
+    device: str
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
 
 
-def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 16, seed: int = 0) -> SearchBench:
-    """Measure; ``moves`` self-play moves (for every game in the batch) per repeat."""
+def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 16, seed: int = 0,
+        runtime: Runtime | None = None) -> SearchBench:
+    """Measure; ``moves`` self-play moves (for every game in the batch) per repeat, on the device
+    ``runtime.device`` resolves to (default: ``TRI_DEVICE``)."""
+    device = resolve_device((runtime or Runtime()).device)
+    with torch_threads():
+        return _measure(params, device, repeats=repeats, moves=moves, leaves=leaves, seed=seed)
+
+
+def _measure(params: Params, device: str, *, repeats: int, moves: int, leaves: int, seed: int) -> SearchBench:
     import torch
 
     from tri.agents import MctsAgent
@@ -51,10 +62,9 @@ def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 16, s
     from tri.net import build_model, make_evaluator
     from tri.search import search
 
-    torch.set_num_threads(1)
     game = make_game(params.game)
     model = build_model(game, params.net).eval()
-    evaluate = make_evaluator(model, game)
+    evaluate = make_evaluator(model, game, device)  # moves the model to the device
     batch, sims = params.selfplay.concurrent, params.mcts.simulations
     rng = np.random.default_rng(seed)
     states = game.initial(np.arange(seed, seed + batch))
@@ -75,12 +85,14 @@ def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 16, s
         elapsed = time.perf_counter() - start
         rates.append(positions * sims / elapsed)
         pos_rates.append(positions / elapsed)
-        x = torch.from_numpy(game.encode(states))
+        x = torch.from_numpy(game.encode(states)).to(device)
         with torch.inference_mode():
             model(x)
+            synchronize(device)
             calls, start = 0, time.perf_counter()
             while time.perf_counter() - start < 1.0:
                 model(x)
+                synchronize(device)  # each call waited for, as the search waits for its results
                 calls += 1
             net_rates.append(calls * batch / (time.perf_counter() - start))
 
@@ -98,7 +110,7 @@ def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 16, s
                        positions_per_second=statistics.median(pos_rates), net_evals_per_second=net_rate,
                        outside_network_share=1 - sims_rate / net_rate, move_2048_seconds=move,
                        move_2048_leaves=leaves, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
-                       speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move)
+                       speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, device=device)
 
 
 def print_report(bench: SearchBench, *, as_json: bool = False) -> None:
@@ -108,8 +120,8 @@ def print_report(bench: SearchBench, *, as_json: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"tri bench search (medians; batch {bench.batch}, {bench.simulations} "
-                        "simulations per move, torch on 1 thread)", title_justify="left")
+    table = Table(title=f"tri bench search on {bench.device} (medians; batch {bench.batch}, "
+                        f"{bench.simulations} simulations per move, torch on 1 thread)", title_justify="left")
     for col, justify in (("figure", "left"), ("value", "right"), ("target", "left")):
         table.add_column(col, justify=justify)
     table.add_row("self-play simulations/s", f"{bench.sims_per_second:,.0f}", "")
