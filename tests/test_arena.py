@@ -234,7 +234,7 @@ def test_paired_seeds_give_both_players_the_same_draws(monkeypatch, a, b, concur
         recorders.append(_Recorder(real_make_agent(spec, game_, *args, **kwargs), game_, registry, {}))
         return recorders[-1]
 
-    monkeypatch.setattr(players, "make_agent", recording_make_agent)
+    monkeypatch.setattr(arena, "make_agent", recording_make_agent)
     result = arena.run(params, a, b, games=games, runtime=ONE)
     assert result.seeds == seeds.tolist()
     assert [r.name for r in recorders] == [a, b]

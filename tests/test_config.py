@@ -17,7 +17,8 @@ from tri.config import Params, Runtime, dump_params, load_params
 from tri.errors import ParamsError, TriError
 from tri.games import make_game
 from tri.games.triangle.rules import DEFAULT_TEMPLATES, TriangleConfig
-from tri.resources import check_params, format_bytes, machine_memory
+from tri.resources import format_bytes, machine_memory
+from tri.selfplay import check_params
 
 from tests.pipeline_fixtures import assert_clean_error, tri_cli
 

@@ -1,5 +1,5 @@
 """``tri play triangle``: a person's game in the terminal, scripted through the real CLI and
-through :func:`tri.terminal.triangle.play_triangle` directly."""
+through :func:`tri.terminal.play` directly."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from tri.games.triangle.game import TriangleGame
-from tri.terminal.triangle import PlayResult, parse_move, play_triangle
+from tri.games.triangle.game import TriangleGame, parse_placement
+from tri.terminal import PlayResult, play
 
 
 def api_game(seed: int, pick, max_moves: int = 1000):
-    """Moves chosen by ``pick(legal_actions)`` and the totals the scalar API reports for them."""
+    """Moves chosen by ``pick(legal_actions)`` and the totals the scalar API reports for them
+    (a :class:`PlayResult` whose ``moves`` are the actions)."""
     game = TriangleGame()
     state = game.new_game(seed)
     moves, score, lines, cleared = [], 0.0, 0, 0
@@ -28,8 +29,9 @@ def api_game(seed: int, pick, max_moves: int = 1000):
         score += step.reward
         lines += step.lines
         cleared += step.cleared
-    return moves, PlayResult(score=score, steps=len(moves), lines=lines, cleared=cleared,
-                             game_over=state.game_over, quit=not state.game_over)
+    return moves, PlayResult(moves=[game.action_index(m) for m in moves], score=score,
+                             stats={"lines": lines, "cleared": cleared}, game_over=state.game_over,
+                             quit=not state.game_over)
 
 
 def plain_console() -> tuple[Console, io.StringIO]:
@@ -38,7 +40,7 @@ def plain_console() -> tuple[Console, io.StringIO]:
 
 
 def totals(r: PlayResult) -> str:
-    return f"score {r.score:.3f}, steps {r.steps}, lines {r.lines}, triangles {r.cleared}"
+    return f"score {r.score:.3f}, steps {r.steps}, lines {r.stats['lines']}, triangles {r.stats['cleared']}"
 
 
 def test_scripted_game_through_the_cli(tmp_path):
@@ -54,7 +56,7 @@ def test_scripted_game_through_the_cli(tmp_path):
     assert "Traceback" not in out + proc.stderr
     assert "\x1b" not in out  # piped: no colours or control codes
     assert 'could not read "foo": type a move as: slot row col (for example ' in out
-    assert "illegal move: illegal action (9, 9, 9): there is no slot 9" in out
+    assert "illegal move 9 9 9: there is no slot 9 (slots are 0-2)" in out
     assert 'could not read "0 1"' in out
     assert "rules:" in out and "legal moves)" in out
     for s, r, c in moves:  # one summary per move, in order
@@ -74,9 +76,10 @@ def test_quit_returns_the_result():
     _, step = game.place(game.new_game(5), first)
     console, buf = plain_console()
     lines = io.StringIO(f"{first[0]} {first[1]} {first[2]}\nq\n0 3 4\n")
-    result = play_triangle(game, 5, lines.readline, interactive=False, console=console)
-    assert result == PlayResult(score=step.reward, steps=1, lines=step.lines, cleared=step.cleared,
-                                game_over=False, quit=True)
+    result = play(game, lines.readline, seed=5, interactive=False, console=console)
+    assert result == PlayResult(moves=[game.action_index(first)], score=step.reward,
+                                stats={"lines": step.lines, "cleared": step.cleared}, game_over=False,
+                                quit=True)
     assert lines.readline() == "0 3 4\n"  # nothing read after q
     out = buf.getvalue()
     assert out.rstrip().splitlines()[-1] == f"stopped: {totals(result)}"
@@ -85,7 +88,7 @@ def test_quit_returns_the_result():
 
 def test_end_of_input_and_ctrl_c_stop_the_game():
     console, buf = plain_console()
-    result = play_triangle(TriangleGame(), 5, io.StringIO("").readline, interactive=False, console=console)
+    result = play(TriangleGame(), io.StringIO("").readline, seed=5, interactive=False, console=console)
     assert (result.steps, result.score, result.quit, result.game_over) == (0, 0.0, True, False)
     assert "(end of input)" in buf.getvalue()
     assert buf.getvalue().rstrip().endswith("stopped: score 0.000, steps 0, lines 0, triangles 0")
@@ -94,43 +97,44 @@ def test_end_of_input_and_ctrl_c_stop_the_game():
         raise KeyboardInterrupt
 
     console, buf = plain_console()
-    result = play_triangle(TriangleGame(), 5, interrupted, interactive=False, console=console)
+    result = play(TriangleGame(), interrupted, seed=5, interactive=False, console=console)
     assert result.quit and not result.game_over
 
 
 @pytest.mark.parametrize("interactive", [False, True])
 def test_game_played_to_game_over(interactive):
     moves, expected = api_game(1, lambda legal: legal[-1])
-    assert expected.game_over and expected.lines > 0  # this game ends after clearing a line
+    assert expected.game_over and expected.stats["lines"] > 0  # this game ends after clearing a line
     text = "\n".join(f"{s} {r} {c}" for s, r, c in moves) + "\nq\n"
     buf = io.StringIO()
     console = Console(file=buf, width=100, force_terminal=interactive, no_color=not interactive,
                       color_system="truecolor" if interactive else None)
-    result = play_triangle(TriangleGame(), 1, io.StringIO(text).readline, interactive=interactive,
-                           console=console)
+    result = play(TriangleGame(), io.StringIO(text).readline, seed=1, interactive=interactive,
+                  console=console)
     assert result.game_over and not result.quit
     assert result.steps == len(moves)
-    assert (result.lines, result.cleared) == (expected.lines, expected.cleared)
+    assert result.stats == expected.stats and result.moves == expected.moves
     assert f"{result.score:.3f}" == f"{expected.score:.3f}"
     out = buf.getvalue()
     assert ("\x1b[" in out) == interactive
     plain = Text.from_ansi(out).plain  # without the styles, for the text checks
     assert "no shape fits anywhere." in plain
     assert plain.rstrip().splitlines()[-1] == f"game over: {totals(result)}"
-    assert f"cleared {expected.lines} line" in plain
+    assert f"cleared {expected.stats['lines']} line" in plain
 
 
-def test_parse_move():
-    assert parse_move("0 3 4") == (0, 3, 4)
-    assert parse_move("0 03 -4") == (0, 3, -4)
-    assert parse_move("0 3 1234567890") is None  # no board is that big: not a move
-    assert parse_move("0 3 " + "4" * 100_000) is None  # nor one int() refuses (4300 digits)
-    assert parse_move("0 3 1_0") is None
-    assert parse_move(" 0,3,4 ") == (0, 3, 4)
-    assert parse_move("(1, 2, 10)") == (1, 2, 10)
-    assert parse_move("0 3") is None
-    assert parse_move("a b c") is None
-    assert parse_move("0 3 4 5") is None
+def test_parse_placement():
+    assert parse_placement("0 3 4") == (0, 3, 4)
+    assert parse_placement("0 03 -4") == (0, 3, -4)
+    assert parse_placement("0 3 0000000000004") == (0, 3, 4)  # leading zeros are still a number
+    assert parse_placement("0 3 1234567890") is None  # no board is that big: not a move
+    assert parse_placement("0 3 " + "4" * 100_000) is None  # nor one int() refuses (4300 digits)
+    assert parse_placement("0 3 1_0") is None
+    assert parse_placement(" 0,3,4 ") == (0, 3, 4)
+    assert parse_placement("(1, 2, 10)") == (1, 2, 10)
+    assert parse_placement("0 3") is None
+    assert parse_placement("a b c") is None
+    assert parse_placement("0 3 4 5") is None
 
 
 def test_a_100000_digit_move_through_the_cli(tmp_path):

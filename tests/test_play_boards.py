@@ -1,5 +1,5 @@
 """``tri play connect4`` / ``tri play tictactoe``: a person against an agent in the terminal,
-through :func:`tri.terminal.boards.play_board_game` with scripted input and through the command."""
+through :func:`tri.terminal.play` with scripted input and through the command."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from rich.console import Console
 
 from tri.agents import Decision
 from tri.games.kinrow.connect4 import Connect4Game
 from tri.games.kinrow.mnk import MnkGame
-from tri.terminal.boards import BoardPlayResult, play_board_game
 from tri.players import GreedyAgent
+from tri.terminal import PlayResult
+from tri.terminal import play as play_game
 
 from tests.pipeline_fixtures import assert_clean_error, save_model
 
@@ -32,12 +34,16 @@ class LowestAgent:
         return Decision(np.argmax(self.game.legal(states), axis=1).astype(np.int64))
 
 
-def play(game, agent, lines: list[str], *, person_first: bool = True) -> tuple[BoardPlayResult, str]:
+def play(game, agent, lines: list[str], *, person_first: bool = True) -> tuple[PlayResult, str]:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=False, no_color=True, highlight=False, width=100)
-    result = play_board_game(game, agent, io.StringIO("".join(f"{line}\n" for line in lines)).readline,
-                             person_first=person_first, interactive=False, console=console)
+    result = play_game(game, io.StringIO("".join(f"{line}\n" for line in lines)).readline, agent=agent,
+                       person_seat=0 if person_first else 1, interactive=False, console=console)
     return result, buf.getvalue()
+
+
+def ended(result: PlayResult) -> tuple:
+    return result.moves, result.outcome, result.quit
 
 
 def test_connect4_person_wins_after_bad_input():
@@ -45,7 +51,7 @@ def test_connect4_person_wins_after_bad_input():
     # The lowest-column opponent stacks column 1; the person builds column 4 and wins vertically.
     script = ["foo", "0", "8", "", "?", "4", "4", "4", "4"]
     result, out = play(game, LowestAgent(game), script)
-    assert result == BoardPlayResult(moves=[3, 0, 3, 0, 3, 0, 3], outcome=1.0, quit=False)
+    assert ended(result) == ([3, 0, 3, 0, 3, 0, 3], 1.0, False) and result.game_over
     assert 'could not read "foo": type a column number 1-7' in out
     assert "column 0 is off the board (columns are 1-7)" in out
     assert "column 8 is off the board (columns are 1-7)" in out
@@ -70,7 +76,7 @@ def test_connect4_full_column_and_playing_second():
 def test_connect4_person_loses():
     game = Connect4Game()
     result, out = play(game, LowestAgent(game), ["7", "6", "5", "7"])
-    assert result == BoardPlayResult(moves=[6, 0, 5, 0, 4, 0, 6, 0], outcome=-1.0, quit=False)
+    assert ended(result) == ([6, 0, 5, 0, 4, 0, 6, 0], -1.0, False)
     assert out.rstrip().endswith("lowest wins.")
 
 
@@ -92,8 +98,20 @@ def test_tictactoe_draw_against_greedy():
     game = MnkGame()
     # Greedy (X) opens in the centre, takes a corner and blocks; the person blocks back: a draw.
     result, out = play(game, GreedyAgent(game), ["1", "7", "6", "2"], person_first=False)
-    assert result == BoardPlayResult(moves=[4, 0, 2, 6, 3, 5, 7, 1, 8], outcome=0.0, quit=False)
+    assert ended(result) == ([4, 0, 2, 6, 3, 5, 7, 1, 8], 0.0, False)
     assert out.rstrip().endswith(" O O X\n X X O\n O X X\ndraw.")
+
+
+def test_moves_read_as_the_game_names_them():
+    game = MnkGame()
+    script = ["cell 5 (row 2, column 2)", "row 3 column 3", "cell 4 (row 1, column 1)", "q"]
+    result, out = play(game, LowestAgent(game), script)
+    assert result.moves[::2] == [4, 8] and "cell 4 is not at row 1, column 1 (cell 1 is)" in out
+
+
+def test_a_two_player_game_needs_an_opponent():
+    with pytest.raises(ValueError, match="needs an agent"):
+        play_game(Connect4Game(), io.StringIO("4\n").readline, interactive=False)
 
 
 # ---- the command ---------------------------------------------------------------------------------

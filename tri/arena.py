@@ -31,6 +31,9 @@ from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.episodes import run_episodes
 from tri.errors import TriError
+from tri.games import make_game
+from tri.players import check_player_memory, make_agent, parse_spec
+from tri.resources import arena_batch
 
 
 def t_quantile(p: float, df: int) -> float:
@@ -137,9 +140,6 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     of ``seed`` (default ``arena.seed``) and ``generation``. ``labels`` name them in the result
     (default: the specs), so a caller passing absolute paths can write the same bytes as the
     command line run from the project folder."""
-    from tri.games import make_game
-    from tri.players import check_player_memory, make_agent, parse_spec
-    from tri.resources import arena_batch
 
     runtime = runtime or Runtime()
     ap = params.arena

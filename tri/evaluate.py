@@ -49,6 +49,9 @@ from tri import atomic
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.errors import TriError
+from tri.games.kinrow.connect4 import Connect4Config, Connect4Game
+from tri.games.kinrow.mnk import MnkGame
+from tri.players import make_agent, parse_spec
 
 DEFAULT_TESTSETS = Path("../shared/connect4-testsets")
 MAX_POSITIONS = 500_000  # exhaustive m,n,k solving stops here (Tic-Tac-Toe has 5,478 positions)
@@ -176,7 +179,6 @@ def make_player(player, game, params: Params, *, simulations: int | None, seed: 
     """``(agent, evaluate or None, name, simulations or None)`` for a player spec (see
     :mod:`tri.players`) or an agent object (anything with ``act`` and ``name``, e.g. a test
     oracle). ``simulations`` sets the search budget of a bare checkpoint path."""
-    from tri.players import make_agent, parse_spec
 
     if not isinstance(player, str):
         return player, getattr(player, "evaluate", None), getattr(player, "name", type(player).__name__), None
@@ -273,7 +275,6 @@ def run_connect4(params: Params, player, files: Sequence[Path] = (), *, testsets
                  limit: int | None = None, simulations: int | None = None, seed: int = 0,
                  out: Path | None = None, runtime: Runtime | None = None) -> EvalResult:
     """Grade ``player`` (a spec or an agent) on Pons' test files; write ``out`` (JSON) if given."""
-    from tri.games.kinrow.connect4 import Connect4Config, Connect4Game
 
     start = time.perf_counter()
     config = params.game.connect4
@@ -366,7 +367,6 @@ def run_tictactoe(params: Params, player, *, simulations: int | None = None, see
                   out: Path | None = None, runtime: Runtime | None = None,
                   max_positions: int = MAX_POSITIONS) -> EvalResult:
     """Grade ``player`` on every reachable position of ``params.game.tictactoe``; write ``out``."""
-    from tri.games.kinrow.mnk import MnkGame
 
     start = time.perf_counter()
     game = MnkGame(params.game.tictactoe)

@@ -37,6 +37,7 @@ from torch import nn
 from tri import atomic
 from tri.config import NetParams
 from tri.errors import TriError
+from tri.games import game_from_meta
 
 FORMAT = "tri-checkpoint"
 FORMAT_VERSION = 1
@@ -226,7 +227,6 @@ def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.de
         check_game(path, name, config, game)
         ckpt_game = game
     else:
-        from tri.games import game_from_meta
 
         try:
             ckpt_game = game_from_meta(name, config)

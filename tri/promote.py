@@ -16,6 +16,7 @@ from pathlib import Path
 from tri import atomic
 from tri.arena import load_result
 from tri.errors import TriError
+from tri.net import load_checkpoint
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,6 @@ def run(arena: Path, candidate: Path, best: Path, *, rejected: Path, log: Path,
         generation: int | None = None) -> PromoteResult:
     """Promote ``candidate`` to ``best`` if the arena result ``arena`` says so, else copy it to
     ``rejected``; append the decision to ``log``."""
-    from tri.net import load_checkpoint
 
     result = load_result(arena)
     if not Path(candidate).is_file():

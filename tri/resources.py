@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from tri.errors import TriError
+from tri.search import search_bytes
 
 
 def machine_memory() -> int | None:
@@ -53,7 +54,6 @@ def check_search(game, mcts, *, simulations: int, batch: int, setting: str, advi
     running side by side, e.g. one per worker) that would not fit in memory. ``setting`` names
     where ``simulations`` came from (``"mcts.simulations"``, ``"player 'mcts:m.pt:800'"``).
     Returns the bytes of one such search."""
-    from tri.search import search_bytes
 
     one = search_bytes(batch, simulations, game.num_actions, game.state_size,
                        leaves_per_step=mcts.leaves_per_step, gumbel_actions=mcts.gumbel_actions if mcts.gumbel else 0)
@@ -61,20 +61,6 @@ def check_search(game, mcts, *, simulations: int, batch: int, setting: str, advi
     check_memory(copies * one, f"{setting}: {simulations} simulations for {plural(batch, 'game')} at once{where} "
                                "need about {need} for the search trees", advice)
     return one
-
-
-def check_params(params, *, workers: int = 1) -> None:
-    """Every memory check that needs only ``params``: self-play (``workers`` shards at once) and
-    the arena's search at ``arena.simulations``. Raises :class:`TriError` (one line) for the
-    first that does not fit. Training is checked when it starts (it depends on the data)."""
-    from tri.games import make_game
-    from tri.players import PlayerSpec, check_player_memory
-    from tri.selfplay import check_memory as check_selfplay
-
-    game = make_game(params.game)
-    check_selfplay(params, game, parallel=min(workers, params.selfplay.shards, params.selfplay.games))
-    check_player_memory(PlayerSpec("mcts"), game, params.mcts, params.arena,
-                        batch=arena_batch(params.arena, game))
 
 
 def arena_batch(arena, game, games: int | None = None) -> int:

@@ -32,6 +32,7 @@ import numba as nb
 import numpy as np
 from tri.config import MctsParams
 from tri.games.base import Game
+from tri.gumbel import GumbelRoot, root_bytes
 
 # evaluate(states [M, L]) -> (priors [M, A] float32 summing to 1 over legal actions,
 #                             legal [M, A] bool, values [M] float32 from the side to move)
@@ -90,7 +91,6 @@ def search_bytes(batch: int, simulations: int, num_actions: int, state_size: int
     per_step = batch * leaves * (4 + 1 + 8 * state_size + 5 * num_actions + 8)
     total = batch * per_tree + per_step
     if gumbel_actions > 0:
-        from tri.gumbel import root_bytes
 
         total += root_bytes(batch, simulations, num_actions, gumbel_actions)
     return total
@@ -242,7 +242,6 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
     priors, legal, values = evaluate(roots)
     gumbel = None
     if params.gumbel:
-        from tri.gumbel import GumbelRoot
 
         gumbel = GumbelRoot(priors, legal, values, rng, noise=noise, considered=params.gumbel_actions,
                             simulations=sims, c_visit=params.gumbel_c_visit, c_scale=params.gumbel_c_scale,

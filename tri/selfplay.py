@@ -24,8 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from tri import layout
+from tri.agents import MctsAgent
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
+from tri.episodes import run_episodes
+from tri.games import make_game
+from tri.net import load_checkpoint, make_evaluator
+from tri.players import PlayerSpec, check_player_memory
+from tri.resources import arena_batch, check_memory as fits, check_search, plural
+from tri.shards import shard_key, write_shard
 
 
 @dataclass(frozen=True)
@@ -84,11 +91,6 @@ def play_shard(task: ShardTask, report=None, stop=None) -> ShardResult:
     """Play one shard and write it; ``report(score, positions)`` is called per finished game;
     ``stop()`` is asked before every move and ends the shard, unwritten, with
     :class:`tri.episodes.Stopped` (see :func:`tri.episodes.run_episodes`)."""
-    from tri.agents import MctsAgent
-    from tri.episodes import run_episodes
-    from tri.games import make_game
-    from tri.net import load_checkpoint, make_evaluator
-    from tri.shards import shard_key, write_shard
 
     start = time.perf_counter()
     params = task.params
@@ -180,8 +182,6 @@ def check_memory(params: Params, game, *, parallel: int = 1) -> None:
     """Raise :class:`~tri.errors.TriError` (one line) unless ``parallel`` shards played at once
     fit in the machine's memory: each holds the search trees of ``selfplay.concurrent`` games
     at ``mcts.simulations``, and every position of its games until the shard is written."""
-    from tri.resources import check_memory as fits
-    from tri.resources import check_search, plural
 
     sp = params.selfplay
     shards = min(sp.shards, sp.games)
@@ -209,8 +209,6 @@ def shard_tasks(params: Params, model: Path, out: Path, *, generation: int | Non
     ``device`` (``auto``, ``cpu``, ``cuda``, ...; default: ``TRI_DEVICE``) is resolved here, and
     the tasks carry the result. Raises :class:`~tri.errors.TriError` first if one shard would not
     fit in memory or the device does not exist."""
-    from tri.games import make_game
-    from tri.net import load_checkpoint
 
     device = resolve_device(Runtime().device if device is None else device)
     game = make_game(params.game)
@@ -249,7 +247,6 @@ def run(params: Params, model: Path, out: Path, *, generation: int | None = None
     """Play ``params.selfplay.games`` games with the checkpoint ``model`` into the folder ``out``,
     the shards of :func:`shard_tasks` in ``runtime.workers`` processes, on the device
     ``runtime.device`` resolves to."""
-    from tri.games import make_game
 
     runtime = runtime or Runtime()
     device = resolve_device(runtime.device)
@@ -317,3 +314,13 @@ class _Progress:
     def __exit__(self, *exc) -> None:
         if self.enabled:
             self._bar.stop()
+
+
+def check_params(params, *, workers: int = 1) -> None:
+    """Every memory check that needs only ``params``: self-play (``workers`` shards at once) and
+    the arena's search at ``arena.simulations``. Raises :class:`TriError` (one line) for the
+    first that does not fit. Training is checked when it starts (it depends on the data)."""
+    game = make_game(params.game)
+    check_memory(params, game, parallel=min(workers, params.selfplay.shards, params.selfplay.games))
+    check_player_memory(PlayerSpec("mcts"), game, params.mcts, params.arena,
+                        batch=arena_batch(params.arena, game))

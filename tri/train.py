@@ -39,6 +39,10 @@ from tri import atomic, layout
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads, training_autocast
 from tri.errors import TriError
+from tri.games import make_game
+from tri.net import Checkpoint, load_checkpoint, save_checkpoint, two_hot
+from tri.resources import check_memory, plural
+from tri.shards import count_positions, read_positions
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,6 @@ def window_row_bytes(game) -> int:
 def _load_window(game, folders: list[Path]) -> tuple[dict[str, np.ndarray], int]:
     """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``,
     ``policy [P, A]``, ``value_target [P]``, and how many come from the last folder."""
-    from tri.resources import check_memory, plural
-    from tri.shards import count_positions, read_positions
 
     paths_per_folder = [layout.shard_paths(f) for f in folders]
     for folder, paths in zip(folders, paths_per_folder):
@@ -123,8 +125,6 @@ def run(params: Params, model: Path, data: list[Path], out: Path, *, generation:
 
 def _train(params: Params, model: Path, data: list[Path], out: Path, generation: int | None,
            metrics: Path | None, losses: Path | None, progress: bool, start: float, device: str) -> TrainResult:
-    from tri.games import make_game
-    from tri.net import Checkpoint, load_checkpoint, save_checkpoint
 
     tp = params.train
     game = make_game(params.game)
@@ -203,7 +203,6 @@ def _minibatch(game, symmetries, window: dict[str, np.ndarray], idx: np.ndarray,
 def _losses(net, game, tp, batch: dict[str, np.ndarray], device: str):
     """``(loss, policy_loss, value_loss)`` of one minibatch on ``device``: the forward pass under
     :func:`tri.device.training_autocast` (bf16 on CUDA), the losses in float32."""
-    from tri.net import two_hot
 
     def tensor(name: str) -> torch.Tensor:
         return torch.from_numpy(batch[name]).to(device)

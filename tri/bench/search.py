@@ -21,8 +21,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from tri.agents import MctsAgent
 from tri.config import Params, Runtime
 from tri.device import resolve_device, synchronize, torch_threads
+from tri.games import make_game
+from tri.net import build_model, make_evaluator
+from tri.search import search
 
 ALPHATRIANGLE_SECONDS = 36.0  # alphatriangle 1.0.0, default search, per move (36-45 s here)
 
@@ -56,11 +60,6 @@ def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 16, s
 
 def _measure(params: Params, device: str, *, repeats: int, moves: int, leaves: int, seed: int) -> SearchBench:
     import torch
-
-    from tri.agents import MctsAgent
-    from tri.games import make_game
-    from tri.net import build_model, make_evaluator
-    from tri.search import search
 
     game = make_game(params.game)
     model = build_model(game, params.net).eval()

@@ -17,8 +17,7 @@ from tri.config import Runtime, load_params
 from tri.device import resolve_device
 from tri.games import REGISTRY, GameEntry, make_game
 from tri.players import make_agent, parse_spec
-from tri.terminal.boards import play_board_game
-from tri.terminal.triangle import play_triangle
+from tri.terminal import play as play_in_terminal
 
 _OPPONENT = click.option(
     "--opponent", default="greedy", show_default=True,
@@ -36,7 +35,7 @@ def _single_player(e: GameEntry) -> click.Command:
         params = load_params(params_path)
         game = make_game(params.game.model_copy(update={"name": e.name}))
         seed = random.SystemRandom().randrange(2**31) if seed is None else seed
-        play_triangle(game, seed, sys.stdin.readline, interactive=sys.stdin.isatty())
+        play_in_terminal(game, sys.stdin.readline, interactive=sys.stdin.isatty(), seed=seed)
 
     command.help = (f"Play {e.title}: type moves in the game's notation (? in the game shows it).\n\n"
                     f"Reads moves line by line from standard input when it is not a terminal, so a game can "
@@ -56,8 +55,8 @@ def _two_player(e: GameEntry) -> click.Command:
         game = make_game(params.game.model_copy(update={"name": e.name}))
         agent = make_agent(parse_spec(opponent), game, params.mcts, params.arena, np.random.default_rng(seed),
                            resolve_device(Runtime().device))
-        play_board_game(game, agent, sys.stdin.readline, person_first=colour == "first",
-                        interactive=sys.stdin.isatty(), opponent_name=opponent)
+        play_in_terminal(game, sys.stdin.readline, interactive=sys.stdin.isatty(), agent=agent,
+                         person_seat=0 if colour == "first" else 1, opponent_name=opponent)
 
     command.help = (f"Play {e.title} against a model or a baseline: type moves in the game's notation "
                     f"(? in the game shows it).\n\nReads moves line by line from standard input when it "

@@ -16,7 +16,7 @@ from tri.config import Runtime, describe_params, dump_params, load_params, proje
 from tri.errors import TriError
 from tri.record import stores, versioning
 from tri.record.report import learning_curve, plot
-from tri.resources import check_params
+from tri.selfplay import check_params
 
 
 @click.command("params")

@@ -23,12 +23,13 @@ import re
 import numpy as np
 
 from tri.games.base import Symmetry
-from tri.games.kinrow.engine import KInRowGame
+from tri.games.kinrow.engine import KInRowGame, quoted, read_numbers
 from tri.games.kinrow.rules import Connect4Config
 
 __all__ = ["Connect4Config", "Connect4Game"]
 
 _SEPARATORS = re.compile(r"[\s,;]+")
+_WORDS = {"column": "column", "col": "column"}  # "column 4", as action_name says, reads as 4
 
 
 class Connect4Game(KInRowGame):
@@ -76,12 +77,14 @@ class Connect4Game(KInRowGame):
         return None
 
     def parse_move(self, text: str, state: np.ndarray) -> int:
-        """A person's move: a 1-based column number -> the action. ``ValueError`` with a
-        one-line message for anything else (not a number, off the board, a full column)."""
+        """A person's move: a 1-based column number (``4``, or ``column 4`` as
+        :meth:`action_name` writes it) -> the action. ``ValueError`` with a one-line message for
+        anything else (not a number, off the board, a full column), however long."""
         t = text.strip()
-        if not re.fullmatch(r"[+-]?\d+", t):
-            raise ValueError(f'could not read "{_clip(t)}": type a column number 1-{self.cols}')
-        action = int(t) - 1
+        parts = read_numbers(t, _WORDS)
+        if not parts or len(parts) != 1 or parts[0][1] is None:
+            raise ValueError(f'could not read "{quoted(t)}": type a column number 1-{self.cols}')
+        action = parts[0][1] - 1
         why = self.why_illegal(state, action)
         if why is not None:
             raise ValueError(why)
@@ -89,6 +92,10 @@ class Connect4Game(KInRowGame):
 
     def action_name(self, action: int) -> str:
         return f"column {action + 1}"
+
+    def move_help(self, state: np.ndarray) -> str:
+        return (f"type a column number (1-{self.cols}): your stone drops to its lowest empty cell. "
+                f"{self.k} in a row (across, up or diagonal) wins.")
 
     def render(self, state: np.ndarray) -> str:
         """The board as text, top row first: ``X`` the first player, ``O`` the second, ``.``
@@ -100,6 +107,3 @@ class Connect4Game(KInRowGame):
         lines.append("".join(f"{c + 1:>{width}}" for c in range(self.cols)))
         return "\n".join(lines)
 
-
-def _clip(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -20,7 +20,8 @@ a loss for the player who made it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 
 import numba as nb
 import numpy as np
@@ -33,6 +34,11 @@ WON = np.uint64(2)
 ILLEGAL = np.uint64(4)
 MINE, THEIRS, FLAGS = 0, 1, 2
 ILLEGAL_REWARD = -1.0
+
+_PUNCTUATION = re.compile(r"[(),;:\[\]]")
+_NUMBER = re.compile(r"[+-]?\d+")
+_LONG_NUMBER = re.compile(r"\d{10,}")
+MAX_DIGITS = 9  # no board has a billion cells: a longer number is no move
 
 
 @nb.njit(cache=True, nogil=True)
@@ -117,8 +123,9 @@ def pack(bits: np.ndarray) -> np.ndarray:
 class KInRowGame:
     """A two-player k-in-a-row game on a ``rows x cols`` board (see the module docstring).
 
-    Subclasses set ``name`` and ``gravity`` and describe moves to people (``why_illegal``,
-    ``render``, ``parse_move``). Actions: a column ``0..cols-1`` with gravity, else a cell
+    Subclasses set ``name`` and ``gravity`` and describe moves to people (``why_illegal`` and
+    the :class:`~tri.games.base.PlayableGame` methods ``parse_move``, ``action_name``,
+    ``move_help``, ``render``). Actions: a column ``0..cols-1`` with gravity, else a cell
     ``r * cols + c``.
 
     ``encode`` gives 4 planes ``[B, 4, rows, cols]``: the side to move's stones, the opponent's,
@@ -257,6 +264,46 @@ class KInRowGame:
             return -sign  # the last mover (words[1]) completed a row
         return 0.0
 
+    # ---- for people (tri.games.base.PlayableGame; the notation is the subclass's) ----------
+
+    def to_move(self, state: np.ndarray) -> int:
+        """The seat to move: 0 for the first player (``X``), 1 for the second (``O``)."""
+        return 0 if self.first_to_move(state) else 1
+
     def why_illegal(self, state: np.ndarray, action: int) -> str | None:
         """None if ``action`` is legal in ``state``, else a short reason for a person."""
         raise NotImplementedError
+
+
+def read_numbers(text: str, words: Mapping[str, str]) -> list[tuple[str | None, int | None]] | None:
+    """``text`` as a list of numbers, each with the label of the word before it, if any
+    (``words`` maps spellings to labels): ``"cell 5 (row 2, column 2)"`` ->
+    ``[("cell", 5), ("row", 2), ("col", 2)]`` with ``{"cell": "cell", "row": "row", "column":
+    "col"}``. Brackets, commas and semicolons separate like spaces. None if anything else is in
+    the text. A number of more than :data:`MAX_DIGITS` digits (leading zeros aside) reads as None
+    (Python's ``int`` refuses more than 4300 digits; no board needs 10)."""
+    out: list[tuple[str | None, int | None]] = []
+    label = None
+    for token in _PUNCTUATION.sub(" ", text.lower()).split():
+        if label is None and token in words:
+            label = words[token]
+            continue
+        if not _NUMBER.fullmatch(token):
+            return None
+        digits = token.lstrip("+-").lstrip("0") or "0"
+        value = int(digits) if len(digits) <= MAX_DIGITS else None
+        out.append((label, -value if value is not None and token.startswith("-") else value))
+        label = None
+    return out if label is None else None
+
+
+def quoted(text: str, limit: int = 40) -> str:
+    """``text`` shortened for a one-line message: every number of more than :data:`MAX_DIGITS`
+    digits cut to its first 9 and "...", then the whole to ``limit`` characters."""
+
+    def cut(number: re.Match) -> str:
+        digits = number[0].lstrip("0") or "0"
+        return digits if len(digits) <= MAX_DIGITS else digits[:MAX_DIGITS] + "..."
+
+    text = _LONG_NUMBER.sub(cut, text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -22,12 +22,15 @@ import re
 import numpy as np
 
 from tri.games.base import Symmetry
-from tri.games.kinrow.engine import KInRowGame
+from tri.games.kinrow.engine import KInRowGame, quoted, read_numbers
 from tri.games.kinrow.rules import MnkConfig, grid_symmetries
 
 __all__ = ["MnkConfig", "MnkGame"]
 
 _SEPARATORS = re.compile(r"[\s,;]+")
+_WORDS = {"cell": "cell", "row": "row", "column": "column", "col": "column"}
+# The labels a move may come with: a cell, a row and column (words optional), or both.
+_FORMS = {(None,), ("cell",), (None, None), ("row", "column"), ("cell", "row", "column")}
 
 
 class MnkGame(KInRowGame):
@@ -76,22 +79,28 @@ class MnkGame(KInRowGame):
         return None
 
     def parse_move(self, text: str, state: np.ndarray) -> int:
-        """A person's move: a 1-based cell number, or ``row col`` (1-based) -> the action.
-        ``ValueError`` with a one-line message for anything else (not a number, off the board,
-        an occupied cell)."""
+        """A person's move -> the action: a 1-based cell number (``5``, ``cell 5``), ``row col``
+        (1-based: ``2 3``, ``2,3``, ``row 2 column 3``), or both as :meth:`action_name` writes
+        them (``cell 5 (row 2, column 2)``). ``ValueError`` with a one-line message for anything
+        else (not a number, off the board, an occupied cell), however long."""
         t = text.strip()
-        parts = [p for p in _SEPARATORS.split(t.strip("()[]")) if p]
-        if not parts or len(parts) > 2 or not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
-            raise ValueError(f'could not read "{_clip(t)}": type a cell number 1-{self.num_cells} '
+        parts = read_numbers(t, _WORDS)
+        labels = tuple(label for label, _ in parts or ())
+        numbers = [n for _, n in parts or ()]
+        if None in numbers or labels not in _FORMS:
+            raise ValueError(f'could not read "{quoted(t)}": type a cell number 1-{self.num_cells} '
                              f"or row and column (e.g. 2 3)")
-        if len(parts) == 2:
-            r, c = int(parts[0]) - 1, int(parts[1]) - 1
+        if len(numbers) == 1:
+            action = numbers[0] - 1
+        else:  # a row and a column, after the cell in action_name's form
+            r, c = numbers[-2] - 1, numbers[-1] - 1
             if not (0 <= r < self.rows and 0 <= c < self.cols):
                 raise ValueError(f"row {r + 1}, column {c + 1} is off the board "
                                  f"(rows 1-{self.rows}, columns 1-{self.cols})")
             action = r * self.cols + c
-        else:
-            action = int(parts[0]) - 1
+            if len(numbers) == 3 and numbers[0] - 1 != action:
+                raise ValueError(f"cell {numbers[0]} is not at row {r + 1}, column {c + 1} "
+                                 f"(cell {action + 1} is)")
         why = self.why_illegal(state, action)
         if why is not None:
             raise ValueError(why)
@@ -100,6 +109,10 @@ class MnkGame(KInRowGame):
     def action_name(self, action: int) -> str:
         r, c = divmod(action, self.cols)
         return f"cell {action + 1} (row {r + 1}, column {c + 1})"
+
+    def move_help(self, state: np.ndarray) -> str:
+        return (f"type the number of an empty cell (1-{self.num_cells}, shown on the board) or row and "
+                f"column (e.g. 2 3). {self.k} in a row wins.")
 
     def render(self, state: np.ndarray) -> str:
         """The board as text, top row first: ``X`` the first player, ``O`` the second, and the
@@ -115,6 +128,3 @@ class MnkGame(KInRowGame):
             lines.append("".join(cells))
         return "\n".join(lines)
 
-
-def _clip(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

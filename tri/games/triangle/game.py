@@ -1,7 +1,8 @@
 """The triangle puzzle (``../shared/triangle-rules.md``): scalar API for people and tools, and the
 batched :class:`~tri.games.base.Game` protocol for search and self-play.
 
-Actions: ``(slot, r, c)`` <-> ``slot * rows * cols + r * cols + c`` (360 by default).
+Actions: ``(slot, r, c)`` <-> ``slot * rows * cols + r * cols + c`` (360 by default). People
+type them as ``slot row col`` (:meth:`TriangleGame.parse_move`, :meth:`TriangleGame.action_name`).
 
 Example::
 
@@ -15,16 +16,40 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from tri.games.triangle import kernels as k
 from tri.games.base import Symmetry, Transition
+from tri.games.triangle import kernels as k
+from tri.games.triangle import text
 from tri.games.triangle.rules import Board, Shape, ShapeTable, TriangleConfig, from_words, is_up, to_words
 
 _DRAW = -2  # refill row marker: draw from the state's own stream
+_SEPARATORS = re.compile(r"[\s,;]+")
+_NUMBER = re.compile(r"[+-]?0*\d{1,9}")  # longer numbers are no move (and int() may refuse them)
+
+
+def parse_placement(text: str) -> tuple[int, int, int] | None:
+    """``(slot, row, col)`` from ``"0 3 4"``, ``"0,3,4"`` or ``"(0, 3, 4)"``; None if malformed
+    (also for numbers of more than 9 digits, leading zeros aside: no board is that big)."""
+    parts = [p for p in _SEPARATORS.split(text.strip().strip("()[]")) if p]
+    if len(parts) != 3 or not all(_NUMBER.fullmatch(p) for p in parts):
+        return None
+    slot, row, col = (int(p) for p in parts)
+    return slot, row, col
+
+
+class TriangleBoard(Board):
+    """The board's geometry (:class:`~tri.games.triangle.rules.Board`) that, called on a state
+    ``[L]``, gives its cells (:meth:`tri.games.base.PlayableGame.board`): ``[rows, cols] int8``,
+    1 filled, 0 empty or not part of the board."""
+
+    def __call__(self, state: np.ndarray) -> np.ndarray:
+        bits = from_words(np.asarray(state, dtype=np.uint64)[: self.num_words], self.num_cells)
+        return bits.reshape(self.rows, self.cols).astype(np.int8)
 
 
 @dataclass(frozen=True)
@@ -98,7 +123,7 @@ class TriangleGame:
 
     def __init__(self, config: TriangleConfig | None = None):
         self.config = config or TriangleConfig()
-        self.board = Board(self.config)
+        self.board = TriangleBoard(self.config)  # also PlayableGame.board(state)
         self.shape_table = ShapeTable(self.board)
         self.template_ids = np.array(
             [self.shape_table.intern(t) for t in self.config.templates], dtype=np.int32)
@@ -195,11 +220,14 @@ class TriangleGame:
             s, r, c = (int(v) for v in action)
         except (TypeError, ValueError):
             raise ValueError(f"an action is (slot, row, col), got {action!r}") from None
-        a = r * b.cols + c
-        if 0 <= s < self.num_slots and 0 <= r < b.rows and 0 <= c < b.cols \
-                and k.is_legal(state.data, s, a, self.tab):
-            return s, a
+        if self._is_legal(state, s, r, c):
+            return s, r * b.cols + c
         raise ValueError(f"illegal action ({s}, {r}, {c}): {self._why_illegal(state, s, r, c)}")
+
+    def _is_legal(self, state: TriangleState, s: int, r: int, c: int) -> bool:
+        b = self.board
+        return 0 <= s < self.num_slots and 0 <= r < b.rows and 0 <= c < b.cols \
+            and bool(k.is_legal(state.data, s, r * b.cols + c, self.tab))
 
     def _why_illegal(self, state: TriangleState, s: int, r: int, c: int) -> str:
         b = self.board
@@ -228,6 +256,46 @@ class TriangleGame:
 
     def action_tuple(self, index: int) -> tuple[int, int, int]:
         return self._actions[index]
+
+    # ---- for people (tri.games.base.PlayableGame; a state is a row [L]) ------------------
+
+    def parse_move(self, text: str, state: np.ndarray) -> int:
+        """The action of a typed ``slot row col`` (also ``0,3,4`` and ``(0, 3, 4)``): put the shape
+        of ``slot`` with its anchor (drawn in brackets) on cell ``(row, col)``. ``ValueError`` with
+        a one-line message when it cannot be read or is illegal now."""
+        t = text.strip()
+        scalar = self.scalar(state)
+        move = parse_placement(t)
+        if move is None:
+            legal = self.legal_actions(scalar)
+            example = " ".join(map(str, legal[0])) if legal else "0 3 5"
+            raise ValueError(f'could not read "{_clip(t)}": type a move as: slot row col '
+                             f"(for example {example})")
+        if not self._is_legal(scalar, *move):
+            raise ValueError(f"illegal move {' '.join(map(str, move))}: {self._why_illegal(scalar, *move)}")
+        return self.action_index(move)
+
+    def action_name(self, action: int) -> str:
+        """``slot row col``, as :meth:`parse_move` reads it."""
+        return " ".join(map(str, self._actions[action]))
+
+    def move_help(self, state: np.ndarray) -> str:
+        return ("type a move as: slot row col, to put the shape of that slot with its anchor "
+                "(the triangle in brackets) on the cell at row col.")
+
+    def to_move(self, state: np.ndarray) -> int:
+        return 0  # one player
+
+    def render(self, state: np.ndarray) -> str:
+        """The board with its row and column numbers, then the slots (:mod:`.text`)."""
+        scalar = self.scalar(state)
+        fits = {s for s, _, _ in self.legal_actions(scalar)}
+        return text.plain(text.board_lines(self.board, scalar.grid) + [[]]
+                          + text.slot_lines(scalar.shapes, fits))
+
+    def scalar(self, state: np.ndarray) -> TriangleState:
+        """The :class:`TriangleState` of a state row ``[L]`` (sharing its memory)."""
+        return TriangleState(np.ascontiguousarray(state, dtype=np.uint64).reshape(1, self.state_size), self)
 
     # ---- batched protocol ----------------------------------------------------------------
 
@@ -292,3 +360,7 @@ class TriangleGame:
     def states(self, batch: np.ndarray) -> list[TriangleState]:
         """Scalar states of a batch ``[B, L]`` (copies)."""
         return [TriangleState(batch[i : i + 1].copy(), self) for i in range(batch.shape[0])]
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
