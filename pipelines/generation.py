@@ -1,10 +1,11 @@
 """One generation as one Prefect flow run: self-play (one task per shard, through the configured
-task runner), train, arena against the best, promote, record.
+task runner), train, arena against the best, promote, commit, draw the candidate's game, record.
 
 The tasks call the same stage functions as the ``tri`` commands that ``dvc.yaml`` runs, with the
 same inputs, so the files are the same bytes whichever ran them; :mod:`tri.record.versioning` then
 makes ``dvc.lock`` describe the run and commits it. Tasks pass paths and small results, never
-networks. Shard tasks retry; a shard already complete with the same inputs is kept, so a
+networks: every path comes from :func:`tri.layout.generation_paths`, and params are read once
+per generation and passed down. Shard tasks retry; a shard already complete with the same inputs is kept, so a
 retried or resumed generation does not play it again. A project lock refuses a second
 generation on the same project.
 
@@ -23,15 +24,23 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.futures import wait
 
+from pipelines import processes
 from pipelines.runners import make_task_runner
-from tri import layout
-from tri.record import versioning
+from tri import arena, atomic, layout, promote, selfplay, train
 from tri.config import Params, Runtime, project_params
+from tri.device import resolve_device
+from tri.episodes import Stopped
+from tri.games import make_game
+from tri.net import initial_checkpoint, save_checkpoint
+from tri.record import render, runs, versioning
+
+# The phases spent in the stage functions (the rest of a generation's time is orchestration).
+STAGE_PHASES = ("selfplay", "train", "arena", "promote", "picture")
 
 
 @dataclass(frozen=True)
 class GenerationResult:
-    """What a generation did (returned by the flow; logged to MLflow by :mod:`tri.record.tracking`)."""
+    """What a generation did (returned by the flow; logged to MLflow by :mod:`tri.record.runs`)."""
 
     generation: int
     selfplay_games: int
@@ -45,11 +54,11 @@ class GenerationResult:
     diff_low: float
     promoted: bool
     seconds: float
-    stage_seconds: float  # time inside the stage functions; the rest is orchestration
+    stage_seconds: float  # time inside the stage functions (STAGE_PHASES); the rest is orchestration
     commit: str | None = None
     mlflow_run_id: str | None = None
     model_version: str | None = None
-    phases: dict[str, float] | None = None  # seconds per phase: plan, selfplay, ..., git_commit, mlflow
+    phases: dict[str, float] | None = None  # seconds per phase: plan, selfplay, ..., picture, mlflow
 
     @property
     def overhead(self) -> float:
@@ -80,8 +89,6 @@ _stops: dict[str, threading.Event] = {}
 
 def _retry_unless_stopped(task, task_run, state) -> bool:
     """Retry a failed shard, but not one its generation stopped."""
-    from tri.episodes import Stopped
-
     try:
         state.result()
     except Stopped:
@@ -95,7 +102,7 @@ def _retry_unless_stopped(task, task_run, state) -> bool:
       task_run_name="selfplay shard {task.shard}")
 def selfplay_shard(task):
     from pipelines import generation  # by name: the process runner pickles this function by value
-    from tri.selfplay import play_shard_alone
+    from tri.selfplay import play_shard_alone  # (and so, by name, what it calls)
 
     stop = generation._stops.get(task.out)  # None in another process
     return play_shard_alone(task, stop=stop.is_set if stop is not None else None)
@@ -104,8 +111,6 @@ def selfplay_shard(task):
 def _play_shards(tasks) -> list:
     """Submit one task per shard and wait for all; if the wait is interrupted (Ctrl-C, SIGTERM),
     stop the shards in flight at once, wherever they run, before the interruption goes on."""
-    from pipelines import processes
-
     stop = threading.Event()
     for t in tasks:
         _stops[t.out] = stop
@@ -125,52 +130,43 @@ def _play_shards(tasks) -> list:
 
 
 @task(name="train")
-def train_task(root: Path, params_file: str | None, plan: versioning.Plan):
-    from tri import train
-
-    params = project_params(root, params_file)
-    g = plan.generation
-    return train.run(params, root / plan.start, layout.window_dirs(root, g, params.train.window),
-                     layout.candidate_path(root, g), generation=g,
-                     metrics=layout.train_dir(root, g) / "metrics.json",
-                     losses=layout.train_dir(root, g) / "losses.csv", progress=False)
+def train_task(params: Params, paths: layout.GenerationPaths, runtime: Runtime):
+    return train.run(params, paths.start, list(paths.window), paths.candidate, generation=paths.generation,
+                     metrics=paths.train_metrics, losses=paths.train_losses, runtime=runtime, progress=False)
 
 
 @task(name="arena")
-def arena_task(root: Path, params_file: str | None, plan: versioning.Plan):
-    from tri import arena
-
-    params = project_params(root, params_file)
-    g = plan.generation
+def arena_task(params: Params, paths: layout.GenerationPaths, runtime: Runtime):
     # The players named by role in the file, as dvc.yaml's command names them.
-    return arena.run(params, str(layout.candidate_path(root, g)), str(root / plan.player), generation=g,
-                     out=layout.arena_path(root, g), runtime=Runtime(), labels=("candidate", "best"))
+    return arena.run(params, str(paths.candidate), str(paths.player), generation=paths.generation,
+                     out=paths.arena, runtime=runtime, labels=("candidate", "best"))
+
+
+@task(name="picture")
+def picture_task(params: Params, paths: layout.GenerationPaths, device: str) -> Path | None:
+    """Draw a game the candidate plays into ``paths.picture`` (for people, and for the run's
+    record); None, and no file there, for a game tri cannot draw."""
+    drawn = render.render_game(params, paths.candidate, paths.picture, generation=paths.generation,
+                               device=device)
+    if drawn is None:
+        paths.picture.unlink(missing_ok=True)  # not a picture of another run's game
+    return drawn
 
 
 @task(name="promote")
-def promote_task(root: Path, generation: int):
-    from tri import promote
-
-    return promote.run(layout.arena_path(root, generation), layout.candidate_path(root, generation),
-                       layout.best_path(root), rejected=layout.rejected_path(root, generation),
-                       log=layout.promotions_log(root), generation=generation)
+def promote_task(paths: layout.GenerationPaths):
+    return promote.run(paths.arena, paths.candidate, paths.best, rejected=paths.rejected,
+                       log=paths.promotions, generation=paths.generation)
 
 
 @task(name="track", retries=1)
-def track_task(root: Path, params_file: str | None, generation: int, parent_run_id: str | None,
+def track_task(params: Params, paths: layout.GenerationPaths, parent_run_id: str | None,
                extra: dict[str, float]):
-    from tri.record import tracking
-
-    return tracking.log_generation(root, project_params(root, params_file), generation, parent_run_id=parent_run_id,
-                                   metrics=extra)
+    return runs.log_generation(params, paths, parent_run_id=parent_run_id, metrics=extra)
 
 
 def ensure_initial(params: Params, root: Path) -> Path:
     """Generation 0 (a fresh network, as the ``init`` stage writes it) and the best model."""
-    from tri import atomic
-    from tri.games import make_game
-    from tri.net import initial_checkpoint, save_checkpoint
-
     initial = layout.model_path(root, 0)
     if not initial.exists():
         save_checkpoint(initial_checkpoint(make_game(params.game), params.net), initial)
@@ -180,15 +176,23 @@ def ensure_initial(params: Params, root: Path) -> Path:
     return best
 
 
-def run_generation(root: Path, params_file: str | None = None, parent_run_id: str | None = None) -> GenerationResult:
-    """The body of :func:`generation_flow` (call it inside a flow: it submits tasks)."""
-    from tri import selfplay
+def _extra_metrics(sp, tr, start: float, phases: dict[str, float]) -> dict[str, float]:
+    """What the flow measured beyond the files, for the generation's MLflow run."""
+    # Self-play throughput only if something was played (not all reused after an interruption).
+    played = {"selfplay_seconds": sp.seconds, "selfplay_positions_per_second": sp.positions_per_second}
+    return {**(played if sp.played else {}), "train_seconds": tr.seconds,
+            "generation_seconds": time.perf_counter() - start, **{f"time_{k}": v for k, v in phases.items()}}
 
+
+def run_generation(root: Path, params_file: str | None = None, parent_run_id: str | None = None) -> GenerationResult:
+    """The body of :func:`generation_flow` (call it inside a flow: it submits tasks). Params
+    are read once here and passed to every task with the generation's paths."""
     logger = get_run_logger()
     root = Path(root).resolve()
     versioning.check_params_file(root, params_file)
     params = project_params(root, params_file)
     runtime = Runtime()
+    device = resolve_device(runtime.device)
     start = time.perf_counter()
     phases: dict[str, float] = {}
     clock = _Clock(phases)
@@ -197,36 +201,35 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
             generation = versioning.next_generation(root)
             plan = versioning.begin(params, root, generation)
             ensure_initial(params, root)
+            paths = layout.generation_paths(root, generation, player=plan.player, start=plan.start,
+                                            window=params.train.window)
         logger.info("generation %d: %s plays, training starts from %s", generation, plan.player, plan.start)
 
         with clock("selfplay"):
             t0 = time.perf_counter()
-            device = "cpu" if runtime.device == "auto" else runtime.device
-            tasks = selfplay.shard_tasks(params, root / plan.player, layout.selfplay_dir(root, generation),
-                                         generation=generation, device=device)
+            tasks = selfplay.shard_tasks(params, paths.player, paths.selfplay, generation=generation,
+                                         device=device)
             sp = selfplay.summarize(tasks, _play_shards(tasks), time.perf_counter() - t0)
         with clock("train"):
-            tr = train_task(root, params_file, plan)
+            tr = train_task(params, paths, runtime)
         with clock("arena"):
-            ar = arena_task(root, params_file, plan)
+            ar = arena_task(params, paths, runtime)
         with clock("dvc_record"):
             versioning.record(root)  # dvc.lock now describes the stages that ran
         with clock("promote"):
-            pr = promote_task(root, generation)
+            pr = promote_task(paths)
         decision = "promoted" if pr.promoted else "rejected"
         with clock("git_commit"):
             commit = versioning.finish(root, generation, f"tri: generation {generation} ({decision}: candidate "
                                        f"{ar.a.mean:.2f} vs best {ar.b.mean:.2f})")
+        with clock("picture"):  # after the commit: a picture for people never holds up the decision
+            picture_task(params, paths, device)
         record = None
         if runtime.tracking:  # after the commit, so the run's provenance names the generation's own commit
-            # Self-play throughput only if something was played (not all reused after an interruption).
-            played = {"selfplay_seconds": sp.seconds, "selfplay_positions_per_second": sp.positions_per_second}
-            extra = {**(played if sp.played else {}),
-                     "train_seconds": tr.seconds, "generation_seconds": time.perf_counter() - start,
-                     **{f"time_{k}": v for k, v in phases.items()}}
+            extra = _extra_metrics(sp, tr, start, phases)
             with clock("mlflow"):
-                record = track_task(root, params_file, generation, parent_run_id, extra)
-    stage = phases["selfplay"] + phases["train"] + phases["arena"] + phases["promote"]
+                record = track_task(params, paths, parent_run_id, extra)
+    stage = sum(phases[k] for k in STAGE_PHASES)
     seconds = time.perf_counter() - start
     result = GenerationResult(generation, sp.games, sp.positions, sp.mean_score, sp.positions_per_second,
                               tr.steps, tr.loss, ar.a.mean, ar.b.mean, ar.diff_low, pr.promoted, seconds, stage,

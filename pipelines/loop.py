@@ -23,12 +23,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, get_run_logger
+from prefect._internal.concurrency.services import QueueService
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+from prefect.client.schemas.objects import StateType
 from prefect.exceptions import TerminationSignal
+from prefect.states import Crashed
 
+from pipelines import processes, serve
 from pipelines.generation import configured
-from tri.record import stores, versioning
 from tri.config import Runtime, project_params
-
+from tri.record import runs, stores, versioning
 
 HEADER = ("generation  self-play mean  positions/s  loss    candidate  best    promoted  seconds  "
           "orchestration")
@@ -68,12 +73,10 @@ def loop_flow(root: str = ".", params_file: str | None = None, generations: int 
 
 def _loop(project: Path, params_file: str | None, generations: int | None, minutes: float | None,
           plateau: int | None, echo: bool) -> list[dict]:
-    from tri.record import tracking
-
     logger = get_run_logger()
     runtime = Runtime()
     versioning.check_params_file(project, params_file)
-    parent = tracking.start_loop(project, project_params(project, params_file)) if runtime.tracking else None
+    parent = runs.start_loop(project, project_params(project, params_file)) if runtime.tracking else None
     generation = configured(runtime)
     results: list[dict] = []
     start = time.perf_counter()
@@ -95,7 +98,7 @@ def _loop(project: Path, params_file: str | None, generations: int | None, minut
         raise
     finally:
         if parent is not None:
-            tracking.end_loop(project, parent, status=status)
+            runs.end_loop(project, parent, status=status)
     return results
 
 
@@ -104,15 +107,12 @@ def recover(root: Path) -> list[str]:
     power cut): stop the Prefect server it started if it still runs, mark its MLflow runs left
     RUNNING as KILLED, and commit a generation it decided but did not commit. Call with the
     project lock held. Returns one line per thing done, for the person watching."""
-    from pipelines import processes
-    from tri.record import tracking
-
     done = []
     server = processes.stop_recorded(server_record(root))
     if server is not None:
         done.append(f"stopped the {server} a killed tri loop left running")
     if Runtime().tracking:
-        closed = tracking.close_stale_runs(root)
+        closed = runs.close_stale_runs(root)
         if closed:
             done.append(f"marked {len(closed)} MLflow run(s) a killed tri loop left RUNNING as KILLED: "
                         + ", ".join(closed))
@@ -126,11 +126,6 @@ def crash_stale_flow_runs(root: Path) -> int:
     """Mark Crashed this project's loop and generation flow runs that the Prefect server still
     shows as running: a killed loop could not report how they ended. Call with the project lock
     held and the server up. Returns how many it marked."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
-    from prefect.client.schemas.objects import StateType
-    from prefect.states import Crashed
-
     alive = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
         any_=[StateType.RUNNING, StateType.PENDING])))
     marked = 0
@@ -153,8 +148,6 @@ def prefect_server(root: Path) -> Iterator[str]:
     (``tri serve``'s server, or any), else a server started here for the loop (no UI), its
     state in the project's ``PREFECT_HOME``. Raises :class:`tri.errors.TriError` if it does
     not start."""
-    from pipelines import processes, serve
-
     url = os.environ.get("PREFECT_API_URL")
     if url:
         yield url
@@ -191,6 +184,4 @@ def run(root: Path, params_file: str | None = None, *, generations: int | None =
 def _drain_prefect() -> None:
     """Send the logs and events Prefect still holds to its server before the server stops
     (otherwise they are lost, with connection errors printed at exit)."""
-    from prefect._internal.concurrency.services import QueueService
-
     QueueService.drain_all(timeout=10, at_exit=False)

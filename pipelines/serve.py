@@ -29,8 +29,9 @@ from pathlib import Path
 
 from pipelines.processes import HOST, STARTUP_TIMEOUT, Service, check_port, running, stop_workers
 from tri import atomic
-from tri.record import stores
+from tri.config import Runtime
 from tri.errors import TriError
+from tri.record import mlstore, stores, versioning
 
 PREFECT_PORT = 4200
 MLFLOW_PORT = 5000
@@ -220,10 +221,12 @@ def make_runner(root: Path, params_file: str | None, schedule: Schedule, loop_st
     ``add_flow`` (not ``serve(*deployments)``) keeps the flow objects: runs start as
     multiprocessing children running exactly these flows, the generation with the task runner
     the settings name, instead of re-importing them from a file entry point."""
+    # Prefect (and the flows, which import it) only here: importing prefect creates and reads
+    # PREFECT_HOME, which serve() sets first; pipelines.loop also imports this module.
     from prefect.runner import Runner
 
-    from pipelines.generation import configured
-    from pipelines.loop import loop_flow
+    from pipelines.generation import configured  # imports prefect (see above)
+    from pipelines.loop import loop_flow  # imports prefect, and this module (see above)
 
     name = deployment_name(root)
     runner = Runner(name=f"tri-serve-{name}", limit=1, pause_on_shutdown=True)
@@ -279,9 +282,6 @@ def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = ML
     module docstring). Changes this process's working directory to ``root`` and sets its
     ``PREFECT_HOME`` (flow runs inherit both). ``echo`` prints the addresses. Raises
     :class:`TriError` for a bad option or a server that does not start."""
-    from tri.record import tracking, versioning
-    from tri.config import Runtime
-
     if prefect_port == mlflow_port:
         raise TriError(f"--prefect-port and --mlflow-port are both {prefect_port}: give two ports")
     root = Path(root).resolve()
@@ -291,7 +291,7 @@ def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = ML
     # The server started here keeps its state in this project even if PREFECT_HOME points elsewhere.
     os.environ["PREFECT_HOME"] = str(stores.prefect_home(root))
     schedule.check()
-    store = tracking.store(root, Runtime())
+    store = mlstore.store(root, Runtime())
     services = [prefect_service(root, prefect_port)]
     if store.artifact_location is not None:  # a local store: serve its UI (a tracking server has its own)
         services.append(mlflow_service(root, mlflow_port, store.tracking_uri, store.artifact_location))

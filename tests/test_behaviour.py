@@ -119,21 +119,19 @@ def _sha(path: Path) -> str:
 
 
 def tiny_generation(params: Params, root: Path) -> dict[str, str]:
-    """Generation 1 of a fresh project by the stage functions; the sha256 of what it wrote."""
+    """Generation 1 of a fresh project by the stage functions, on the paths the flow uses; the
+    sha256 of what it wrote."""
     game = make_game(params.game)
     initial = layout.model_path(root, 0)
     save_checkpoint(initial_checkpoint(game, params.net), initial)
-    g = 1
-    folder = layout.selfplay_dir(root, g)
-    selfplay.run(params, initial, folder, generation=g, runtime=Runtime(workers=1, device="cpu"), progress=False)
-    candidate = layout.candidate_path(root, g)
-    tdir = layout.train_dir(root, g)
-    train.run(params, initial, [folder], candidate, generation=g, metrics=tdir / "metrics.json",
-              losses=tdir / "losses.csv", progress=False)
-    out = layout.arena_path(root, g)
-    arena.run(params, str(candidate), str(initial), generation=g, out=out, runtime=Runtime(device="cpu"),
-              labels=("candidate", "best"))
-    files = sorted(folder.iterdir()) + [candidate, out]
+    paths = layout.generation_paths(root, 1, player=initial, start=initial, window=params.train.window)
+    selfplay.run(params, paths.player, paths.selfplay, generation=1, runtime=Runtime(workers=1, device="cpu"),
+                 progress=False)
+    train.run(params, paths.start, list(paths.window), paths.candidate, generation=1,
+              metrics=paths.train_metrics, losses=paths.train_losses, progress=False)
+    arena.run(params, str(paths.candidate), str(paths.player), generation=1, out=paths.arena,
+              runtime=Runtime(device="cpu"), labels=("candidate", "best"))
+    files = sorted(paths.selfplay.iterdir()) + [paths.candidate, paths.arena]
     return {p.relative_to(root).as_posix(): _sha(p) for p in files}
 
 

@@ -22,11 +22,10 @@ from pathlib import Path
 import pytest
 
 from tri import layout
-from tri.record import versioning
+from tri.config import dump_params
 from tri.errors import TriError
 from tri.net import load_checkpoint
-
-from tri.config import dump_params
+from tri.record import mlstore, registry, versioning
 
 from tests.pipeline_fixtures import PARAMS, assert_clean_error, run_generations, tri_cli, with_section
 
@@ -100,12 +99,10 @@ def test_generations_files_and_decisions(project):
 
 
 def test_mlflow_runs_versions_and_champion(project):
-    from tri.record import tracking
-
     root, results = project["root"], project["results"]
     from mlflow import MlflowClient
 
-    uri = tracking.store(root).tracking_uri
+    uri = mlstore.store(root).tracking_uri
     assert uri == f"sqlite:///{root.resolve()}/.mlflow/mlflow.db"
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     experiment = client.get_experiment_by_name("tri-triangle")
@@ -121,7 +118,7 @@ def test_mlflow_runs_versions_and_champion(project):
     versions = client.search_model_versions("name='tri-triangle'")
     assert sorted(int(v.version) for v in versions) == [1, 2]
     assert str(client.get_model_version_by_alias("tri-triangle", "champion").version) == "1"
-    champion = tracking.resolve_model("models:/tri-triangle@champion", root)
+    champion = registry.resolve_model("models:/tri-triangle@champion", root)
     assert champion.read_bytes() == layout.best_path(root).read_bytes()
     proc = tri_cli("arena", "models:/tri-triangle@champion", "greedy", "--games", "2", cwd=root)
     assert proc.returncode == 0, proc.stderr
@@ -258,7 +255,6 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     colours alternating in the arena, a clean lock file."""
     from mlflow import MlflowClient
 
-    from tri.record import tracking
     from tri.config import ArenaParams, GameParams, MctsParams, SelfplayParams
 
     params = PARAMS.model_copy(update={
@@ -272,7 +268,7 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     arena = json.loads(layout.arena_path(root, 1).read_text())
     assert arena["games"] == 2 * params.arena.games and not arena["paired"]
     assert versioning.dvc_status_clean(root)
-    uri = tracking.store(root).tracking_uri
+    uri = mlstore.store(root).tracking_uri
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     assert client.get_experiment_by_name("tri-tictactoe") is not None
     assert str(client.get_model_version_by_alias("tri-tictactoe", "champion").version) == "1"
@@ -304,8 +300,6 @@ def test_sigterm_stops_the_loop_and_everything_it_started(tmp_path):
 
     from mlflow import MlflowClient
 
-    from tri.record import tracking
-
     root = tmp_path / "project"
     root.mkdir()
     (root / "params.yaml").write_text(dump_params(ALWAYS))
@@ -331,7 +325,7 @@ def test_sigterm_stops_the_loop_and_everything_it_started(tmp_path):
     assert _processes_of(root) == []
     with versioning.project_lock(root):
         pass
-    client = MlflowClient(tracking_uri=tracking.store(root).tracking_uri)
+    client = MlflowClient(tracking_uri=mlstore.store(root).tracking_uri)
     loops = [r for r in client.search_runs([client.get_experiment_by_name("tri-triangle").experiment_id])
              if "mlflow.parentRunId" not in r.data.tags]
     assert [r.info.status for r in loops] == ["KILLED"]

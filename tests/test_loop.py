@@ -47,7 +47,8 @@ def test_layout_after_two_generations(loop):
                 "models/candidates/gen-0001.pt", "models/candidates/gen-0002.pt",
                 "data/arena/gen-0001.json", "data/arena/gen-0002.json"}
     for g in (1, 2):
-        expected |= {f"data/train/gen-000{g}/metrics.json", f"data/train/gen-000{g}/losses.csv"}
+        expected |= {f"data/train/gen-000{g}/metrics.json", f"data/train/gen-000{g}/losses.csv",
+                     f"data/pictures/gen-000{g}.png"}  # the candidate's game, drawn for people
         for s in range(PARAMS.selfplay.shards):
             expected |= {f"data/selfplay/gen-000{g}/shard-00{s}.parquet",
                          f"data/selfplay/gen-000{g}/shard-00{s}.games.parquet"}
@@ -56,11 +57,12 @@ def test_layout_after_two_generations(loop):
     assert layout.best_path(root) == root / "models" / "best.pt"
     for g in (1, 2):
         assert layout.shard_paths(layout.selfplay_dir(root, g))
-        metrics = json.loads((layout.train_dir(root, g) / "metrics.json").read_text())
+        metrics = json.loads(layout.train_metrics_path(root, g).read_text())
         assert metrics["generation"] == g
-        header = (layout.train_dir(root, g) / "losses.csv").read_text().splitlines()
+        header = layout.train_losses_path(root, g).read_text().splitlines()
         assert header[0] == "step,lr,loss,policy_loss,value_loss" and len(header) == metrics["steps"] + 1
         assert load_checkpoint(layout.candidate_path(root, g), game_of()).generation == g
+        assert layout.game_picture_path(root, g).read_bytes()[:8] == PNG_SIGNATURE
 
 
 def test_decision_log_and_results(loop):
@@ -72,9 +74,8 @@ def test_decision_log_and_results(loop):
     for r, e in zip(results, entries):
         arena = load_result(layout.arena_path(root, r["generation"]))
         assert arena.promote and arena.rule == "mean > -1e+09"
-        # The arena names players by their paths in the project (as dvc.yaml's command does).
-        assert arena.a.name == f"models/candidates/gen-000{r['generation']}.pt"
-        assert arena.b.name == ("models/gen-0000.pt" if r["generation"] == 1 else "models/candidates/gen-0001.pt")
+        # The arena names players by role (as dvc.yaml's command does), not by path.
+        assert (arena.a.name, arena.b.name) == ("candidate", "best")
         assert arena.games == PARAMS.arena.games
         assert (r["candidate_mean"], r["best_mean"], r["diff_low"]) == (arena.a.mean, arena.b.mean, arena.diff_low)
         assert e["model_id"] == load_checkpoint(layout.candidate_path(root, r["generation"])).model_id
@@ -99,7 +100,7 @@ def test_generations_are_wired_together(loop):
     assert c1.provenance["parent_generation"] == "0" and c2.provenance["parent_generation"] == "1"
     assert c2.provenance["data"].split(",") == [layout.selfplay_dir(root, g).name for g in (1, 2)]
     sizes = {g: pl.read_parquet(layout.shard_paths(layout.selfplay_dir(root, g))).height for g in (1, 2)}
-    m2 = json.loads((layout.train_dir(root, 2) / "metrics.json").read_text())
+    m2 = json.loads(layout.train_metrics_path(root, 2).read_text())
     assert m2["new_positions"] == sizes[2] and m2["window_positions"] == sizes[1] + sizes[2]
     # Self-play differs between generations (seeded by generation).
     g1 = pl.read_parquet(layout.games_path(layout.selfplay_dir(root, 1), 0))["seed"].to_list()

@@ -29,8 +29,8 @@ import psutil
 import pytest
 
 from tri import layout
-from tri.record import versioning
 from tri.config import dump_params
+from tri.record import mlstore, versioning
 from tri.net import load_checkpoint
 
 from tests.pipeline_fixtures import PARAMS, with_section
@@ -78,9 +78,7 @@ def wait_until(condition, timeout: float, proc: subprocess.Popen, what: str) -> 
 def loop_runs(root: Path) -> dict[str, str]:
     from mlflow import MlflowClient
 
-    from tri.record import tracking
-
-    client = MlflowClient(tracking_uri=tracking.store(root).tracking_uri)
+    client = MlflowClient(tracking_uri=mlstore.store(root).tracking_uri)
     runs = client.search_runs([client.get_experiment_by_name("tri-triangle").experiment_id])
     return {r.info.run_id: r.info.status for r in runs if r.data.tags.get("tri.kind") == "loop"}
 

@@ -10,6 +10,7 @@ alias must move 1 -> 1 -> 3.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import statistics
@@ -19,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from tri import arena, atomic, layout, promote, selfplay, train
-from tri.record import tracking
 from tri.config import Params, Runtime
 from tri.errors import TriError
 from tri.games import make_game
 from tri.net import initial_checkpoint, load_checkpoint, save_checkpoint
 from tri.players import PlayerSpec, parse_spec
+from tri.record import mlstore, outputs, provenance, registry, render, runs
 
 from tests.pipeline_fixtures import PARAMS, PNG_SIGNATURE, game_of, tri_cli, with_section, write_params
 
@@ -35,20 +36,29 @@ PLAN = {1: ALWAYS, 2: NEVER, 3: ALWAYS}
 LOCAL = Runtime(workers=1, device="cpu", tracking=True, mlflow_uri=None)
 
 
+def paths_of(root: Path, g: int, params: Params = PARAMS) -> layout.GenerationPaths:
+    """Generation ``g``'s paths, the best model playing and training from it."""
+    best = layout.best_path(root)
+    return layout.generation_paths(root, g, player=best, start=best, window=params.train.window)
+
+
 def run_generation(params: Params, root: Path, g: int) -> None:
     """One generation by its stage functions, with the files where the flow puts them (without
-    Prefect: this file tests the tracking alone; test_flow.py runs it inside the flow)."""
+    Prefect: this file tests the tracking alone; test_flow.py runs it inside the flow), and the
+    picture of the candidate's game the flow draws."""
     best = layout.best_path(root)
     if not best.exists():
         save_checkpoint(initial_checkpoint(make_game(params.game), params.net), layout.model_path(root, 0))
         atomic.copy(layout.model_path(root, 0), best)
-    selfplay.run(params, best, layout.selfplay_dir(root, g), generation=g, runtime=ONE, progress=False)
-    candidate, tdir = layout.candidate_path(root, g), layout.train_dir(root, g)
-    train.run(params, best, layout.window_dirs(root, g, params.train.window), candidate, generation=g,
-              metrics=tdir / "metrics.json", losses=tdir / "losses.csv", progress=False)
-    arena.run(params, str(candidate), str(best), generation=g, out=layout.arena_path(root, g), runtime=ONE)
-    promote.run(layout.arena_path(root, g), candidate, best, rejected=layout.rejected_path(root, g),
-                log=layout.promotions_log(root), generation=g)
+    paths = paths_of(root, g, params)
+    selfplay.run(params, paths.player, paths.selfplay, generation=g, runtime=ONE, progress=False)
+    train.run(params, paths.start, list(paths.window), paths.candidate, generation=g,
+              metrics=paths.train_metrics, losses=paths.train_losses, progress=False)
+    arena.run(params, str(paths.candidate), str(paths.player), generation=g, out=paths.arena, runtime=ONE,
+              labels=("candidate", "best"))
+    promote.run(paths.arena, paths.candidate, paths.best, rejected=paths.rejected, log=paths.promotions,
+                generation=g)
+    assert render.render_game(params, paths.candidate, paths.picture, generation=g) == paths.picture
 
 
 @pytest.fixture(scope="module")
@@ -70,17 +80,17 @@ def project(tmp_path_factory):
             "schema: '2.0'\nstages:\n  train:\n    cmd: tri train\n    deps:\n"
             "    - path: models/best.pt\n      hash: md5\n      md5: 0123456789abcdef0123456789abcdef\n"
             "    - path: params.yaml\n      md5: ffff\n")
-        parent = tracking.start_loop(root, ALWAYS, name="test-loop")
+        parent = runs.start_loop(root, ALWAYS, name="test-loop")
         records, seconds = {}, {}
         for g, params in PLAN.items():
             start = time.perf_counter()
-            records[g] = tracking.log_generation(root, params, g, parent_run_id=parent,
-                                                 metrics={"selfplay_seconds": 2.0}, runtime=LOCAL)
+            records[g] = runs.log_generation(params, paths_of(root, g), parent_run_id=parent,
+                                             metrics={"selfplay_seconds": 2.0}, runtime=LOCAL)
             seconds[g] = time.perf_counter() - start
-        tracking.end_loop(root, parent)
+        runs.end_loop(root, parent)
         from mlflow import MlflowClient
 
-        uri = tracking.store(root).tracking_uri
+        uri = mlstore.store(root).tracking_uri
         yield {"root": root, "cwd": cwd, "parent": parent, "records": records, "seconds": seconds,
                "client": MlflowClient(tracking_uri=uri, registry_uri=uri), "home_before": home_before}
 
@@ -94,7 +104,7 @@ def generation_runs(project) -> dict[int, object]:
 
 def test_store_lives_in_the_project(project):
     root = project["root"]
-    s = tracking.store(root, LOCAL)
+    s = mlstore.store(root, LOCAL)
     assert s.tracking_uri == f"sqlite:///{root.resolve()}/.mlflow/mlflow.db" and s.database.is_file()
     exp = project["client"].get_experiment_by_name("tri-triangle")
     assert exp.artifact_location == (root.resolve() / ".mlflow" / "artifacts").as_uri()
@@ -102,26 +112,26 @@ def test_store_lives_in_the_project(project):
     assert {p: p.exists() for p in project["home_before"]} == project["home_before"]
     assert not (root / ".mlflow" / "staging").exists() or not any((root / ".mlflow" / "staging").iterdir())
     # Settings: a URI elsewhere, and tracking off.
-    assert tracking.store(root, Runtime(mlflow_uri="http://127.0.0.1:5000")) == \
-        tracking.Store("http://127.0.0.1:5000", None, None)
-    assert tracking.store(root, Runtime(mlflow_uri="sqlite:////x/db.sqlite")).artifact_location == s.artifact_location
+    assert mlstore.store(root, Runtime(mlflow_uri="http://127.0.0.1:5000")) == \
+        mlstore.Store("http://127.0.0.1:5000", None, None)
+    assert mlstore.store(root, Runtime(mlflow_uri="sqlite:////x/db.sqlite")).artifact_location == s.artifact_location
     off = Runtime(tracking=False)
-    assert tracking.start_loop(root, ALWAYS, runtime=off) is None
-    record = tracking.log_generation(root, ALWAYS, 1, runtime=off)
-    assert record == tracking.GenerationRecord(None, None, True, None)
+    assert runs.start_loop(root, ALWAYS, runtime=off) is None
+    record = runs.log_generation(ALWAYS, paths_of(root, 1), runtime=off)
+    assert record == runs.GenerationRecord(None, None, True, None)
 
 
 def test_provenance_helpers(tmp_path):
     import tri
 
-    assert tracking._git_tags(tmp_path) == {}  # not a repository: no tags, no error
-    tags = tracking._git_tags(Path(tri.__file__).parent)  # this checkout, when it is one
+    assert provenance.git_tags(tmp_path) == {}  # not a repository: no tags, no error
+    tags = provenance.git_tags(Path(tri.__file__).parent)  # this checkout, when it is one
     assert not tags or (re.fullmatch(r"[0-9a-f]{40}", tags["tri.git.commit"]) and tags["tri.git.dirty"] in
                         ("true", "false"))
-    assert tracking._dvc_tags(tmp_path) == {}
+    assert provenance.dvc_tags(tmp_path) == {}
     (tmp_path / "dvc.lock").write_text("not: [valid")
-    assert tracking._dvc_tags(tmp_path) == {}
-    flat = tracking.flatten_params(Params())
+    assert provenance.dvc_tags(tmp_path) == {}
+    flat = provenance.flatten_params(Params())
     assert "game.triangle.templates" not in flat and flat["game.triangle.rows"] == "8"
     assert flat["train.lr"] == str(Params().train.lr) and max(map(len, flat.values())) <= 250
 
@@ -154,10 +164,10 @@ def test_runs_params_metrics_and_provenance(project):
         assert params["game.name"] == "triangle" and re.fullmatch(r"[0-9a-f]{16}", params["game.config_sha256"])
         assert "game.triangle.templates" not in params and max(len(v) for v in params.values()) <= 250
         # Metric histories: one loss per training step, one score per self-play game.
-        train = json.loads((layout.train_dir(root, g) / "metrics.json").read_text())
+        train = json.loads(layout.train_metrics_path(root, g).read_text())
         losses = client.get_metric_history(run.info.run_id, "train.loss")
         assert sorted(m.step for m in losses) == list(range(train["steps"]))
-        csv_rows = (layout.train_dir(root, g) / "losses.csv").read_text().splitlines()[1:]
+        csv_rows = layout.train_losses_path(root, g).read_text().splitlines()[1:]
         assert sorted(m.value for m in losses) == pytest.approx(sorted(float(r.split(",")[2]) for r in csv_rows))
         assert len(client.get_metric_history(run.info.run_id, "train.lr")) == train["steps"]
         scores = client.get_metric_history(run.info.run_id, "selfplay.score")
@@ -189,7 +199,12 @@ def test_artifacts(project, tmp_path):
         assert (local / png).read_bytes()[:8] == PNG_SIGNATURE and (local / png).stat().st_size > 2000
     assert (local / "arena" / "arena.json").read_bytes() == layout.arena_path(root, 2).read_bytes()
     table = (local / "arena" / "arena.md").read_text()
-    assert "| candidate:" in table and "difference candidate - best" in table and "keep the best" in table
+    assert "| candidate (`models/candidates/gen-0002.pt`) |" in table
+    assert "| best (`models/best.pt`) |" in table
+    assert "candidate: candidate" not in table
+    assert "difference candidate - best" in table and "keep the best" in table
+    picture = layout.game_picture_path(root, 2)
+    assert (local / "game" / "candidate-game.png").read_bytes() == picture.read_bytes()
     assert json.loads((local / "params" / "game.json").read_text())["triangle"]["templates"]
 
 
@@ -214,14 +229,15 @@ def test_logging_again_changes_nothing(project):
     client = project["client"]
     before = generation_runs(project)
     for g, params in PLAN.items():
-        again = tracking.log_generation(project["root"], params, g, parent_run_id=project["parent"], runtime=LOCAL)
+        again = runs.log_generation(params, paths_of(project["root"], g), parent_run_id=project["parent"],
+                                    runtime=LOCAL)
         first = project["records"][g]
         assert (again.run_id, again.model_version, again.promoted) == (first.run_id, first.model_version, first.promoted)
         assert again.champion_version == 3
     after = generation_runs(project)
     assert {g: r.info.run_id for g, r in after.items()} == {g: r.info.run_id for g, r in before.items()}
     assert len(client.search_model_versions("name='tri-triangle'")) == 3
-    steps = json.loads((layout.train_dir(project["root"], 1) / "metrics.json").read_text())["steps"]
+    steps = json.loads(layout.train_metrics_path(project["root"], 1).read_text())["steps"]
     assert len(client.get_metric_history(after[1].info.run_id, "train.loss")) == steps
 
 
@@ -234,17 +250,17 @@ def test_logging_is_fast(project):
 
 def test_resolve_model(project, tmp_path):
     root = project["root"]
-    path = tracking.resolve_model("models:/tri-triangle@champion", root, runtime=LOCAL)
+    path = registry.resolve_model("models:/tri-triangle@champion", root, runtime=LOCAL)
     assert path.is_relative_to(root.resolve() / ".mlflow" / "cache")
     assert path.read_bytes() == layout.candidate_path(root, 3).read_bytes() == layout.best_path(root).read_bytes()
     assert load_checkpoint(path, game_of()).generation == 3
-    assert tracking.resolve_model("models:/tri-triangle@champion", root, runtime=LOCAL) == path  # cached
-    two = tracking.resolve_model("models:/tri-triangle/2", root, runtime=LOCAL)
+    assert registry.resolve_model("models:/tri-triangle@champion", root, runtime=LOCAL) == path  # cached
+    two = registry.resolve_model("models:/tri-triangle/2", root, runtime=LOCAL)
     assert two.read_bytes() == layout.candidate_path(root, 2).read_bytes()
     assert not list(path.parent.parent.glob(".*.tmp"))
     # A damaged cached copy is fetched again.
     two.write_bytes(b"damaged")
-    assert tracking.resolve_model("models:/tri-triangle/2", root, runtime=LOCAL).read_bytes() == \
+    assert registry.resolve_model("models:/tri-triangle/2", root, runtime=LOCAL).read_bytes() == \
         layout.candidate_path(root, 2).read_bytes()
 
 
@@ -256,21 +272,21 @@ def test_resolve_model(project, tmp_path):
 ])
 def test_resolve_model_errors(project, uri, needle):
     with pytest.raises(TriError) as info:
-        tracking.resolve_model(uri, project["root"], runtime=LOCAL)
+        registry.resolve_model(uri, project["root"], runtime=LOCAL)
     assert needle in str(info.value) and "\n" not in str(info.value)
 
 
 def test_resolve_model_without_a_store(tmp_path):
     with pytest.raises(TriError, match="no MLflow store"):
-        tracking.resolve_model("models:/tri-triangle@champion", tmp_path, runtime=LOCAL)
+        registry.resolve_model("models:/tri-triangle@champion", tmp_path, runtime=LOCAL)
     assert list(tmp_path.iterdir()) == []  # looking does not create a database
     with pytest.raises(TriError, match="tracking is off"):
-        tracking.resolve_model("models:/tri-triangle@champion", tmp_path, runtime=Runtime(tracking=False))
+        registry.resolve_model("models:/tri-triangle@champion", tmp_path, runtime=Runtime(tracking=False))
 
 
 def test_player_specs_with_model_uris(project, monkeypatch):
     root = project["root"]
-    champion = tracking.resolve_model("models:/tri-triangle@champion", root, runtime=LOCAL)
+    champion = registry.resolve_model("models:/tri-triangle@champion", root, runtime=LOCAL)
     assert parse_spec("models:/tri-triangle@champion", root) == \
         PlayerSpec("mcts", champion, text="models:/tri-triangle@champion")
     assert parse_spec("net:models:/tri-triangle@champion", root).path == champion
@@ -298,10 +314,10 @@ def test_interrupted_and_changed_generations_are_replaced(project):
     root, client = project["root"], project["client"]
     old = generation_runs(project)
     client.set_tag(old[3].info.run_id, "tri.logged", "false")  # as if the process died while logging
-    metrics = layout.train_dir(root, 2) / "metrics.json"
+    metrics = layout.train_metrics_path(root, 2)
     metrics.write_text(metrics.read_text() + "\n")  # generation 2's files changed since
-    r2 = tracking.log_generation(root, NEVER, 2, runtime=LOCAL)
-    r3 = tracking.log_generation(root, ALWAYS, 3, runtime=LOCAL)
+    r2 = runs.log_generation(NEVER, paths_of(root, 2), runtime=LOCAL)
+    r3 = runs.log_generation(ALWAYS, paths_of(root, 3), runtime=LOCAL)
     new = generation_runs(project)
     assert sorted(new) == [1, 2, 3] and new[1].info.run_id == old[1].info.run_id
     assert r2.run_id != old[2].info.run_id and r3.run_id != old[3].info.run_id
@@ -310,7 +326,7 @@ def test_interrupted_and_changed_generations_are_replaced(project):
     assert sorted(versions) == [1, 2, 4, 5]  # 3 withdrawn
     assert versions[2].tags.get("tri.superseded") == "true" and versions[4].run_id == r2.run_id
     assert (r2.model_version, r3.model_version, r3.champion_version) == (4, 5, 5)
-    assert tracking.resolve_model("models:/tri-triangle@champion", root, runtime=LOCAL).read_bytes() == \
+    assert registry.resolve_model("models:/tri-triangle@champion", root, runtime=LOCAL).read_bytes() == \
         layout.candidate_path(root, 3).read_bytes()
 
 
@@ -320,14 +336,33 @@ def test_evaluations_are_logged_into_an_existing_store_only(project, tmp_path):
     ttt = PARAMS.model_copy(update={"game": GameParams(name="tictactoe")})
     result = tmp_path / "eval.json"
     result.write_text('{"rows": []}\n')
-    run_id = tracking.log_evaluation(project["root"], ttt, "eval-tictactoe greedy",
-                                     {"3x3 k=3/wrong_rate": 0.023, "never_loses": 0.0}, artifact=result,
-                                     runtime=LOCAL)
+    run_id = runs.log_evaluation(project["root"], ttt, "eval-tictactoe greedy",
+                                 {"3x3 k=3/wrong_rate": 0.023, "never_loses": 0.0}, artifact=result,
+                                 runtime=LOCAL)
     client = project["client"]
     run = client.get_run(run_id)
     assert run.info.experiment_id == client.get_experiment_by_name("tri-tictactoe").experiment_id
     assert run.data.metrics["3x3 k_3/wrong_rate"] == pytest.approx(0.023) and run.data.tags["tri.kind"] == "eval"
     assert [a.path for a in client.list_artifacts(run_id, "eval")] == ["eval/eval.json"]
     # No store in a plain folder: nothing logged, no database created.
-    assert tracking.log_evaluation(tmp_path, ttt, "eval", {"x": 1.0}, runtime=LOCAL) is None
+    assert runs.log_evaluation(tmp_path, ttt, "eval", {"x": 1.0}, runtime=LOCAL) is None
     assert not (tmp_path / ".mlflow").exists()
+
+
+def test_artifacts_without_a_picture_and_the_arena_table(project, tmp_path):
+    """Tracking logs only the picture it is given: none drawn, a note instead. The arena table
+    names the players by role (with their files when known), or by the names the result gives
+    them when these are not roles (a result written by ``tri arena`` without ``--names``)."""
+    root = project["root"]
+    paths = dataclasses.replace(paths_of(root, 1), picture=tmp_path / "none.png")
+    inputs = outputs.read_inputs(ALWAYS, paths)
+    outputs.stage_artifacts(tmp_path / "staged", ALWAYS, paths, inputs)
+    assert sorted(p.name for p in (tmp_path / "staged" / "game").iterdir()) == ["NOTE.txt"]
+    assert (tmp_path / "staged" / "game" / "NOTE.txt").read_text().startswith("no picture: ")
+    table = outputs.arena_markdown(inputs.arena, 1)
+    assert "| candidate |" in table and "| best |" in table
+    inputs.arena.a.name = "models/candidates/gen-0001.pt"
+    assert "| candidate: `models/candidates/gen-0001.pt` |" in outputs.arena_markdown(inputs.arena)
+    with pytest.raises(TriError, match="not an arena result"):
+        (tmp_path / "bad.json").write_text('{"game": "triangle"}')
+        outputs.read_arena(tmp_path / "bad.json")

@@ -15,14 +15,31 @@ trained, the arena decides. Numbers are zero-padded::
         shard-SSS.games.parquet           one summary row per game
     data/train/gen-NNNN/metrics.json      training summary; losses.csv: loss per step
     data/arena/gen-NNNN.json              the arena's result and decision
+    data/pictures/gen-NNNN.png            a game the candidate of generation N played (for people;
+                                          not a DVC output, not in git)
     data/learning-curve.png               arena mean score per generation
+
+**The best model.** ``models/best.pt`` is the source of truth for "the best model", with the
+decision log ``models/promotions.jsonl`` saying how it got there (promotion replaces the file
+atomically and appends the decision; DVC and git version both). Everything else is a copy for
+people: the MLflow alias ``champion`` (on the registered model ``tri-<game>``) is moved after
+the decision to the latest promoted candidate, and a failed or disabled tracking never changes
+which model is best.
+
+:func:`generation_paths` gives every path one generation reads and writes
+(:class:`GenerationPaths`); the flow, the benchmark's plain run and the tests wire a
+generation through it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 SHARD_GLOB = "shard-*[0-9].parquet"
+GAMES_GLOB = "shard-*.games.parquet"
+METRICS_FILE = "metrics.json"
+LOSSES_FILE = "losses.csv"
 
 
 def _gen(generation: int) -> str:
@@ -67,6 +84,21 @@ def train_dir(root: Path, generation: int) -> Path:
     return Path(root) / "data" / "train" / _gen(generation)
 
 
+def train_metrics_path(root: Path, generation: int) -> Path:
+    """Training's summary (JSON) of generation ``generation``."""
+    return train_dir(root, generation) / METRICS_FILE
+
+
+def train_losses_path(root: Path, generation: int) -> Path:
+    """Training's loss per step (CSV) of generation ``generation``."""
+    return train_dir(root, generation) / LOSSES_FILE
+
+
+def game_picture_path(root: Path, generation: int) -> Path:
+    """The picture of a game the candidate of ``generation`` played (for people, not versioned)."""
+    return Path(root) / "data" / "pictures" / f"{_gen(generation)}.png"
+
+
 def arena_path(root: Path, generation: int) -> Path:
     return Path(root) / "data" / "arena" / f"{_gen(generation)}.json"
 
@@ -102,3 +134,53 @@ def games_path(folder: Path, shard: int) -> Path:
 def shard_paths(folder: Path) -> list[Path]:
     """The position shards in ``folder``, in shard order."""
     return sorted(Path(folder).glob(SHARD_GLOB))
+
+
+def games_paths(folder: Path) -> list[Path]:
+    """The game summaries in ``folder``, in shard order."""
+    return sorted(Path(folder).glob(GAMES_GLOB))
+
+
+@dataclass(frozen=True)
+class GenerationPaths:
+    """Every path of one generation (see the module docstring): what it reads (``player``,
+    ``start``, the self-play folders of ``window``) and what it writes."""
+
+    root: Path
+    generation: int
+    player: Path  # plays self-play and defends in the arena: the best model then (in the flow, its own file)
+    start: Path  # the network training starts from
+    window: tuple[Path, ...]  # self-play folders training reads, oldest first; the last is ``selfplay``
+    selfplay: Path
+    candidate: Path
+    train_metrics: Path
+    train_losses: Path
+    arena: Path
+    rejected: Path  # where the candidate goes if the arena does not promote it
+    best: Path
+    promotions: Path
+    picture: Path
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the project when it is inside it (posix), else as given."""
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+
+def generation_paths(root: Path, generation: int, *, player: Path | str, start: Path | str,
+                     window: int) -> GenerationPaths:
+    """The paths of generation ``generation`` of the project ``root``: ``player`` and ``start``
+    (relative to ``root`` or absolute; :mod:`tri.record.versioning`'s plan names them) and the
+    ``window`` (``train.window``) newest self-play folders up to this generation's, of which the
+    earlier ones that exist now (this generation's own folder is written by its self-play)."""
+    root = Path(root)
+    selfplay = selfplay_dir(root, generation)
+    earlier = window_dirs(root, generation - 1, window - 1)
+    return GenerationPaths(
+        root=root, generation=generation, player=root / player, start=root / start,
+        window=(*earlier, selfplay), selfplay=selfplay, candidate=candidate_path(root, generation),
+        train_metrics=train_metrics_path(root, generation), train_losses=train_losses_path(root, generation),
+        arena=arena_path(root, generation), rejected=rejected_path(root, generation), best=best_path(root),
+        promotions=promotions_log(root), picture=game_picture_path(root, generation))

@@ -26,6 +26,9 @@ from tri.agents import Decision, MctsAgent
 from tri.config import MAX_SIMULATIONS, ArenaParams, MctsParams
 from tri.errors import TriError
 from tri.games.base import Game, sample_legal
+from tri.net import load_checkpoint, make_evaluator
+from tri.record.registry import resolve_model
+from tri.resources import check_search
 
 
 class RandomAgent:
@@ -84,8 +87,6 @@ def parse_spec(text: str, root: Path | None = None) -> PlayerSpec:
     def local(path: str) -> Path:
         if not path.startswith("models:/"):
             return Path(path)
-        from tri.record.tracking import resolve_model
-
         try:
             return resolve_model(path, Path.cwd() if root is None else root)
         except TriError as exc:  # its message names the URI: name the whole spec only if it differs
@@ -122,8 +123,6 @@ def check_player_memory(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: A
     for ``batch`` games at once would not fit in memory (the arena passes its batch)."""
     if spec.kind != "mcts":
         return
-    from tri.resources import check_search
-
     at_once = " or arena.concurrent" if batch > 1 else ""
     if spec.simulations is None:
         setting, advice = "arena.simulations", f"lower arena.simulations{at_once}"
@@ -142,8 +141,6 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
         return RandomAgent(game, rng)
     if spec.kind == "greedy":
         return GreedyAgent(game)
-    from tri.net import load_checkpoint, make_evaluator
-
     ckpt = load_checkpoint(spec.path, game)
     evaluate = make_evaluator(ckpt.model, game, device)
     if spec.kind == "net":

@@ -2,10 +2,11 @@
 
 Two fresh projects in a scratch folder run the same generations on the same params:
 
-- **anchor (plain)**: the stage functions called one after another (self-play shards in a
-  thread pool, as the flow's default task runner runs them, or in ``tri selfplay``'s worker
-  processes for the other runners; train, arena, promote), no orchestrator, no versioning, no
-  tracking;
+- **anchor (plain)**: the stage functions called one after another on the flow's paths
+  (:func:`tri.layout.generation_paths`): self-play shards in a thread pool, as the flow's
+  default task runner runs them, or in ``tri selfplay``'s worker processes for the other
+  runners; train, arena, promote, the picture of the candidate's game; no orchestrator, no
+  versioning, no tracking;
 - **orchestrated**: the generation flow inside the loop flow (Prefect task runner, project lock,
   plan file, ``dvc commit``/``dvc add``, a git commit and tag, MLflow run, artifacts and registry),
   in a git + DVC project laid out like this repository.
@@ -29,11 +30,16 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tri import layout
+from tri import arena, atomic, layout, promote, selfplay, train
 from tri.config import Params, Runtime, dump_params
+from tri.device import resolve_device
+from tri.games import make_game
+from tri.net import initial_checkpoint, save_checkpoint
+from tri.record import render, stores, versioning
 
 REPO_FILES = ("dvc.yaml", ".dvcignore", ".gitignore")
 
@@ -55,32 +61,32 @@ class OrchestrationBench:
 
 
 def plain_generation(params: Params, root: Path, generation: int, runtime: Runtime) -> float:
-    """One generation by the stage functions alone (the anchor); returns its seconds."""
-    from tri import arena, atomic, promote, selfplay, train
-    from tri.games import make_game
-    from tri.net import initial_checkpoint, save_checkpoint
-
+    """One generation by the stage functions alone (the anchor), on the paths and plan the flow
+    uses; returns its seconds."""
     start = time.perf_counter()
     best, initial = layout.best_path(root), layout.model_path(root, 0)
     if not best.exists():
         save_checkpoint(initial_checkpoint(make_game(params.game), params.net), initial)
         atomic.copy(initial, best)
-    folder = layout.selfplay_dir(root, generation)
+    plan = versioning.make_plan(params, root, generation)
+    paths = layout.generation_paths(root, generation, player=plan.player, start=plan.start,
+                                    window=params.train.window)
+    device = resolve_device(runtime.device)
     if runtime.task_runner == "threads":  # the flow's default parallelism, without Prefect
-        from concurrent.futures import ThreadPoolExecutor
-
-        tasks = selfplay.shard_tasks(params, best, folder, generation=generation)
+        tasks = selfplay.shard_tasks(params, paths.player, paths.selfplay, generation=generation,
+                                     device=device)
         with ThreadPoolExecutor(runtime.workers) as pool:
             list(pool.map(selfplay.play_shard_alone, tasks))
     else:  # tri selfplay's worker processes
-        selfplay.run(params, best, folder, generation=generation, runtime=runtime, progress=False)
-    candidate, tdir = layout.candidate_path(root, generation), layout.train_dir(root, generation)
-    train.run(params, best, layout.window_dirs(root, generation, params.train.window), candidate,
-              generation=generation, metrics=tdir / "metrics.json", losses=tdir / "losses.csv", progress=False)
-    arena.run(params, str(candidate), str(best), generation=generation, out=layout.arena_path(root, generation),
-              runtime=runtime)
-    promote.run(layout.arena_path(root, generation), candidate, best, rejected=layout.rejected_path(root, generation),
-                log=layout.promotions_log(root), generation=generation)
+        selfplay.run(params, paths.player, paths.selfplay, generation=generation, runtime=runtime,
+                     progress=False)
+    train.run(params, paths.start, list(paths.window), paths.candidate, generation=generation,
+              metrics=paths.train_metrics, losses=paths.train_losses, runtime=runtime, progress=False)
+    arena.run(params, str(paths.candidate), str(paths.player), generation=generation, out=paths.arena,
+              runtime=runtime, labels=("candidate", "best"))
+    promote.run(paths.arena, paths.candidate, paths.best, rejected=paths.rejected, log=paths.promotions,
+                generation=generation)
+    render.render_game(params, paths.candidate, paths.picture, generation=generation, device=device)
     return time.perf_counter() - start
 
 
@@ -101,8 +107,6 @@ def _versioned_project(root: Path, repo: Path, params: Params) -> None:
 def run(params: Params, scratch: Path, repo: Path, *, generations: int = 2) -> OrchestrationBench:
     """Measure ``generations`` generations each way in ``scratch`` (emptied first); ``repo`` is
     where ``dvc.yaml`` and the DVC config come from (this repository)."""
-    from tri.record import stores
-
     scratch = Path(scratch).resolve()
     if scratch.exists():
         shutil.rmtree(scratch)
@@ -113,13 +117,12 @@ def run(params: Params, scratch: Path, repo: Path, *, generations: int = 2) -> O
 
     _versioned_project(flow_root, Path(repo), params)
     stores.configure(flow_root)
-    from pipelines.loop import loop_flow
+    from pipelines.loop import loop_flow  # imports prefect: only once its state is in the project
 
     results = loop_flow(root=str(flow_root), generations=generations)
     orchestrated = [r["flow_seconds"] for r in results]
     p, o = statistics.median(plain), statistics.median(orchestrated)
-    stage = ("selfplay", "train", "arena", "promote")
-    bookkeeping = statistics.median(1 - sum(r["phases"][k] for k in stage) / r["flow_seconds"] for r in results)
+    bookkeeping = statistics.median(1 - r["stage_seconds"] / r["flow_seconds"] for r in results)
     return OrchestrationBench(generations, plain, orchestrated, p, o, 1 - p / o, runtime.task_runner,
                               [r["phases"] for r in results], bookkeeping)
 

@@ -51,10 +51,10 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
     with versioning.project_lock(root):
         pass
     stores.configure(root)
-    # Prefect reads its settings when it is imported: only now that they point into the project.
-    from prefect.exceptions import TerminationSignal
-
-    from pipelines import loop
+    # Prefect reads its settings when it is imported: import it (and the flows) only now that
+    # they point into the project.
+    from prefect.exceptions import TerminationSignal  # noqa: I001 (after stores.configure)
+    from pipelines import loop  # after stores.configure, as above
 
     try:
         with _stop_on_signals():

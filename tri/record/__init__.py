@@ -1,1 +1,2 @@
-"""Record-keeping: versioning (DVC, git), tracking (MLflow), stores, pictures and curves."""
+"""Record-keeping: versioning (DVC, git), MLflow (mlstore, runs, outputs, registry, provenance),
+stores, pictures and curves. Recording only reads files; render plays the game it draws."""

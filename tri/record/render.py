@@ -1,14 +1,26 @@
-"""Pictures of a game played by a checkpoint (an MLflow artifact of every generation): the
-triangle puzzle as a grid of boards, one per move; two-player games as the final board with
-move numbers. Written atomically as PNG."""
+"""Pictures of a game played by a checkpoint: the triangle puzzle as a grid of boards, one per
+move; two-player games as the final board with move numbers. Written atomically as PNG.
+
+The generation flow draws its candidate's game (after the arena and the commit) into
+:func:`tri.layout.game_picture_path` (``data/pictures/gen-NNNN.png``, a picture for people);
+tracking only logs that file (:mod:`tri.record.runs`). This module plays the game (through the
+players and the episode loop); the tracking modules do not import it.
+"""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import numpy as np
+
 from tri import atomic
+from tri.arena import arena_seeds
 from tri.config import Params
+from tri.device import torch_threads
+from tri.episodes import run_episodes
+from tri.games import make_game
+from tri.players import PlayerSpec, make_agent
 
 
 def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int = 0, seed: int | None = None,
@@ -17,16 +29,9 @@ def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int 
     of ``generation`` unless ``seed``) and write a PNG of it to ``out``. Triangle puzzle: the
     board before the game and after each of at most ``max_moves`` moves (just-placed triangles
     highlighted, cleared ones shaded). Two-player games (``game.board``): the candidate against
-    itself to the end, the final board with the move numbers. Returns ``out``, or None for a
-    game it cannot draw. ``game``: the game of ``params`` if already built."""
-    import numpy as np
-    import torch
-
-    from tri.arena import arena_seeds
-    from tri.episodes import run_episodes
-    from tri.games import make_game
-    from tri.players import PlayerSpec, make_agent
-
+    itself to the end, the final board with the move numbers. ``device``: a resolved torch
+    device (:func:`tri.device.resolve_device`). Returns ``out``, or None for a game it cannot
+    draw. ``game``: the game of ``params`` if already built."""
     game = game or make_game(params.game)
     two = game.num_players == 2
     if not (game.name == "triangle" or (two and hasattr(game, "board"))):
@@ -35,14 +40,10 @@ def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int 
     seed = int(arena_seeds(ap.seed, 1, generation)[0]) if seed is None else seed
     rng = np.random.default_rng([ap.seed, generation, 0xA2E4A])
     agent = make_agent(PlayerSpec("mcts", Path(checkpoint)), game, params.mcts, ap, rng, device)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in the arena: the same moves on any machine
-    try:
+    with torch_threads():  # as in the arena: the same moves on any machine
         ep = run_episodes(game, [agent] * game.num_players, np.array([seed]), concurrent=1,
                           max_moves=ap.max_moves if two else min(max_moves, ap.max_moves), record=True,
                           discount=params.mcts.discount)
-    finally:
-        torch.set_num_threads(threads)
     pos, summary = ep.positions, ep.games[0]
     after = game.step(pos.state[-1:], pos.action[-1:]).states if len(pos) else pos.state[:0]
     states = np.concatenate([pos.state, after])
@@ -61,6 +62,7 @@ def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int 
 
 
 def _figure(width: float, height: float):
+    # matplotlib takes ~1 s to import: only when a picture is drawn.
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,7 +117,6 @@ def _draw_boards(game, boards: list, titles: list[str], out: Path, title: str) -
 def _draw_stones(game, boards: list, out: Path, title: str) -> None:
     """A two-player game's final board: first player red, second yellow, each stone numbered
     with the move that placed it (Connect Four's row 0 is drawn at the bottom)."""
-    import numpy as np
     from matplotlib.patches import Circle, Rectangle
 
     rows, cols = boards[-1].shape

@@ -35,6 +35,7 @@ def learning_curve(root: Path) -> list[CurvePoint]:
 def plot(points: list[CurvePoint], out: Path, *, title: str = "tri: arena mean score per generation",
          baselines: dict[str, float] | None = None) -> None:
     """Write the curve as a PNG (matplotlib, no display needed)."""
+    # matplotlib takes ~1 s to import: only when a curve is drawn.
     import matplotlib
 
     matplotlib.use("Agg")

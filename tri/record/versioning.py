@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from tri import atomic, layout
-from tri.config import Params
+from tri.config import Params, Runtime
 from tri.errors import TriError
 
 _HERE = Path(".")
@@ -166,8 +166,6 @@ def project_lock(root: Path):
 def enabled(root: Path) -> bool:
     """Whether the project is versioned: a DVC project with a ``dvc.yaml``, unless the setting
     ``TRI_VERSIONING=false`` turns versioning off (the files are the same either way)."""
-    from tri.config import Runtime
-
     root = Path(root)
     return Runtime().versioning and (root / ".dvc").is_dir() and (root / "dvc.yaml").is_file()
 

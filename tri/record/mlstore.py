@@ -1,0 +1,105 @@
+"""The MLflow store of a project, and the one client per store every record goes through.
+
+By default a SQLite file and an artifact folder inside the project (``<root>/.mlflow/mlflow.db``,
+``<root>/.mlflow/artifacts``, absolute URIs); ``TRI_MLFLOW_URI`` points somewhere else (a
+tracking server URL or any MLflow URI), ``TRI_TRACKING=false`` turns tracking off. Nothing
+relies on MLflow's process-wide tracking URI (whose default is relative to the current
+directory): every call goes through an explicit client.
+
+One experiment and one registered model per game, both named ``tri-<game>``: runs are written
+by :mod:`tri.record.runs`, registered versions read back by :mod:`tri.record.registry`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tri.config import Runtime
+from tri.errors import TriError
+
+STORE_DIR = ".mlflow"
+_clients: dict[str, Any] = {}  # one client per store URI: connecting to SQLite costs ~0.7 s
+
+
+@dataclass(frozen=True)
+class Store:
+    """Where tracking goes: ``tracking_uri`` (also the registry), ``artifact_location`` for new
+    experiments (None: the server decides), and ``database`` (the local SQLite file, if default)."""
+
+    tracking_uri: str
+    artifact_location: str | None
+    database: Path | None
+
+
+def experiment_name(game: str) -> str:
+    return f"tri-{game}"
+
+
+def model_name(game: str) -> str:
+    return f"tri-{game}"
+
+
+def store(root: Path, runtime: Runtime | None = None) -> Store:
+    """The store of the project ``root``: ``runtime.mlflow_uri`` if set, else the SQLite file
+    under ``<root>/.mlflow``. Database URIs keep artifacts under the project too (MLflow would put
+    them in ``./mlruns``); a server (http, https, databricks) chooses its own."""
+    runtime = runtime or Runtime()
+    base = Path(root).resolve() / STORE_DIR
+    artifacts = (base / "artifacts").as_uri()
+    if runtime.mlflow_uri:
+        remote = runtime.mlflow_uri.split(":", 1)[0] in ("http", "https", "databricks")
+        return Store(runtime.mlflow_uri, None if remote else artifacts, None)
+    db = base / "mlflow.db"
+    return Store(f"sqlite:///{db}", artifacts, db)
+
+
+def client(uri: str):
+    """The MLflow client of the store ``uri`` (tracking and registry), made once per process."""
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # read by mlflow: no calls home
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    made = _clients.get(uri)
+    if made is None:
+        # mlflow takes about 2 s to import: only when something is recorded or read back.
+        from mlflow import MlflowClient
+
+        # Not its "Creating initial MLflow database tables..." lines on the terminal, in the middle
+        # of tri loop's table (a new store is no news; errors still show).
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
+        made = _clients[uri] = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    return made
+
+
+def open_store(root: Path, runtime: Runtime | None, *, create: bool):
+    """``(client, store)`` for ``root``'s store, or ``(None, None)`` when tracking is off.
+    ``create=False`` refuses to create a missing local store (a reader must not leave an empty
+    database behind): raises :class:`TriError`."""
+    runtime = runtime or Runtime()
+    if not runtime.tracking:
+        return None, None
+    s = store(root, runtime)
+    if s.database is not None:
+        if not create and not s.database.exists():
+            raise TriError(f"no MLflow store at {s.database.parent} (log a generation with tracking on, "
+                           "or set TRI_MLFLOW_URI)")
+        s.database.parent.mkdir(parents=True, exist_ok=True)
+    return client(s.tracking_uri), s
+
+
+def experiment_id(mlflow_client, s: Store, game: str) -> str:
+    """The id of experiment ``tri-<game>``, created (or restored) if needed."""
+    name = experiment_name(game)
+    exp = mlflow_client.get_experiment_by_name(name)
+    if exp is None:
+        try:
+            return mlflow_client.create_experiment(name, artifact_location=s.artifact_location)
+        except Exception as exc:  # created meanwhile by another process
+            if getattr(exc, "error_code", "") != "RESOURCE_ALREADY_EXISTS":
+                raise
+            exp = mlflow_client.get_experiment_by_name(name)
+    if exp.lifecycle_stage == "deleted":
+        mlflow_client.restore_experiment(exp.experiment_id)
+    return exp.experiment_id

@@ -1,0 +1,241 @@
+"""What one generation's stages wrote, as its MLflow run records it: the files read once
+(:func:`read_inputs`, with a fingerprint that says whether they changed), the numbers
+(:func:`metrics`), and the folder of artifacts (:func:`stage_artifacts`).
+
+Only files are read here, at the paths :func:`tri.layout.generation_paths` gives: nothing is
+played or computed again (the flow draws the candidate's game before, into
+``data/pictures/``), and no stage's code is imported.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from tri import layout
+from tri.config import Params, dump_params
+from tri.errors import TriError
+from tri.record import report
+from tri.record.provenance import sha256
+from tri.record.registry import CHECKPOINT_DIR, CHECKPOINT_FILE
+
+ROLES = ("candidate", "best")  # the arena's players a and b, as the flow names them
+_ARENA_DEFAULTS = {"paired": True, "diff_mean": 0.0, "diff_low": 0.0, "diff_high": 0.0, "wins": 0, "ties": 0,
+                   "losses": 0, "score_rate": 0.0, "seeds": [], "scores_a": [], "scores_b": []}
+_ARENA_FIELDS = ("game", "a", "b", "games", "rule", "promote")
+_PLAYER_FIELDS = ("name", "mean", "low", "high", "mean_steps")
+
+
+@dataclass
+class Inputs:
+    """What the stages of one generation wrote, read once."""
+
+    candidate: Path
+    sha256: str
+    model_id: str
+    arena: Any  # the arena's result (see read_arena)
+    arena_json: bytes
+    train: dict[str, Any]
+    losses: list[dict[str, str]]
+    games: Any  # polars DataFrame or None
+    promoted: bool
+    fingerprint: str
+
+
+def read_arena(path: Path) -> SimpleNamespace:
+    """An arena result file (the JSON of :class:`tri.arena.ArenaResult`) with its fields as
+    attributes (``a`` and ``b`` too), read without importing the arena's playing code."""
+    try:
+        data = json.loads(Path(path).read_text())
+        missing = [k for k in _ARENA_FIELDS if k not in data]
+        missing += [f"{side}.{k}" for side in ("a", "b") if side in data for k in _PLAYER_FIELDS
+                    if k not in data[side]]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)}")
+        sides = {side: SimpleNamespace(**data[side]) for side in ("a", "b")}
+    except FileNotFoundError:
+        raise TriError(f"arena result {path}: file not found") from None
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise TriError(f"arena result {path}: not an arena result ({exc})") from None
+    return SimpleNamespace(**{**_ARENA_DEFAULTS, **data, **sides})
+
+
+def _promoted(paths: layout.GenerationPaths, arena) -> bool:
+    """What promotion did, from the decision log; the arena's verdict stands in for it when the
+    log has no entry (tracking called between the arena and the promotion)."""
+    promoted = bool(arena.promote)
+    if paths.promotions.exists():
+        for line in paths.promotions.read_text().splitlines():
+            entry = json.loads(line) if line.strip() else {}
+            if entry.get("generation") == paths.generation:
+                promoted = bool(entry.get("promoted"))
+    return promoted
+
+
+def read_inputs(params: Params, paths: layout.GenerationPaths) -> Inputs:
+    """The generation's files; raises :class:`TriError` if one is missing or unreadable."""
+    # polars takes ~0.5 s to import: only when a generation is recorded.
+    import polars as pl
+
+    generation, candidate = paths.generation, paths.candidate
+    if not candidate.is_file():
+        raise TriError(f"generation {generation}: candidate {candidate} not found")
+    arena = read_arena(paths.arena)
+    try:
+        train_text = paths.train_metrics.read_text()
+        train = json.loads(train_text)
+        losses_text = paths.train_losses.read_text()
+    except (OSError, ValueError) as exc:
+        raise TriError(f"generation {generation}: training outputs in {paths.train_metrics.parent} "
+                       f"unreadable ({exc})") from None
+    losses = list(csv.DictReader(losses_text.splitlines()))
+    games_files = layout.games_paths(paths.selfplay)
+    games = pl.concat([pl.read_parquet(p) for p in games_files], how="diagonal_relaxed").sort("game") \
+        if games_files else None
+    promoted = _promoted(paths, arena)
+    sha = sha256(candidate)
+    h = hashlib.sha256()
+    arena_json = paths.arena.read_bytes()
+    for part in (dump_params(params), sha, arena_json, train_text, losses_text, str(promoted),
+                 *(p.read_bytes() for p in games_files)):
+        h.update(part if isinstance(part, bytes) else part.encode())
+        h.update(b"\0")
+    return Inputs(candidate, sha, str(train.get("model_id", "")), arena, arena_json, train, losses, games,
+                  promoted, h.hexdigest()[:32])
+
+
+def _selfplay_metrics(g, extra: Mapping[str, float], game_players: int) -> list[tuple[str, float, int]]:
+    out: list[tuple[str, float, int]] = []
+    for i, score in zip(g["game"].to_list(), g["score"].to_list()):
+        out.append(("selfplay.score", float(score), int(i)))
+    positions = int(g["steps"].sum())
+    out += [("selfplay.games", g.height, 0), ("selfplay.positions", positions, 0),
+            ("selfplay.mean_score", float(g["score"].mean()), 0),
+            ("selfplay.max_score", float(g["score"].max()), 0),
+            ("selfplay.mean_steps", float(g["steps"].mean()), 0),
+            ("selfplay.terminal_fraction", float(g["terminal"].cast(float).mean()), 0)]
+    skip = {"game", "seed", "score", "steps", "terminal", "generation", "model_id"}
+    for col in g.columns:
+        if col not in skip and g[col].dtype.is_numeric() and (col != "outcome" or game_players == 2):
+            out.append((f"selfplay.mean_{col}", float(g[col].mean()), 0))
+    seconds = extra.get("selfplay.seconds") or extra.get("selfplay_seconds")
+    if seconds and not ({"selfplay.positions_per_second", "selfplay_positions_per_second"} & set(extra)):
+        out.append(("selfplay.positions_per_second", positions / float(seconds), 0))
+    return out
+
+
+def _train_metrics(inputs: Inputs) -> list[tuple[str, float, int]]:
+    out: list[tuple[str, float, int]] = []
+    for row in inputs.losses:
+        step = int(row["step"])
+        out += [(f"train.{k}", float(v), step) for k, v in row.items() if k != "step" and v not in ("", None)]
+    t = inputs.train
+    for k in ("steps", "window_positions", "new_positions", "seconds"):
+        if isinstance(t.get(k), (int, float)):
+            out.append((f"train.{k}", float(t[k]), 0))
+    for k in ("loss", "policy_loss", "value_loss"):  # train.py: the mean over the last tenth of the steps
+        if isinstance(t.get(k), (int, float)):
+            out.append((f"train.final_{k}", float(t[k]), 0))
+    if t.get("seconds") and t.get("steps"):
+        out.append(("train.steps_per_second", t["steps"] / t["seconds"], 0))
+    return out
+
+
+def _arena_metrics(inputs: Inputs) -> list[tuple[str, float, int]]:
+    out: list[tuple[str, float, int]] = []
+    a = inputs.arena
+    for who, p in zip(ROLES, (a.a, a.b)):
+        out += [(f"arena.{who}_mean", p.mean, 0), (f"arena.{who}_low", p.low, 0),
+                (f"arena.{who}_high", p.high, 0), (f"arena.{who}_mean_steps", p.mean_steps, 0)]
+    out += [("arena.games", a.games, 0), ("arena.wins", a.wins, 0), ("arena.ties", a.ties, 0),
+            ("arena.losses", a.losses, 0), ("arena.promoted", float(inputs.promoted), 0)]
+    if a.paired:
+        out += [("arena.diff_mean", a.diff_mean, 0), ("arena.diff_low", a.diff_low, 0),
+                ("arena.diff_high", a.diff_high, 0)]
+        for i, (sa, sb) in enumerate(zip(a.scores_a, a.scores_b)):
+            out += [("arena.candidate_score", sa, i), ("arena.best_score", sb, i)]
+    else:
+        out.append(("arena.score_rate", a.score_rate, 0))
+    return out
+
+
+def metrics(inputs: Inputs, extra: Mapping[str, float], game_players: int) -> list[tuple[str, float, int]]:
+    """``(key, value, step)`` of everything the generation measured, then ``extra`` as given."""
+    out: list[tuple[str, float, int]] = []
+    if inputs.games is not None and inputs.games.height:
+        out += _selfplay_metrics(inputs.games, extra, game_players)
+    out += _train_metrics(inputs) + _arena_metrics(inputs)
+    out += [(k, float(v), 0) for k, v in extra.items()]
+    # MLflow stores NaN but not infinities (an interval of a single game is infinite).
+    return [(k, float(v), s) for k, v, s in out if not math.isinf(float(v))]
+
+
+def arena_markdown(result, generation: int | None = None, players: Mapping[str, str] | None = None) -> str:
+    """The arena result as a Markdown table (what ``tri arena`` prints). Rows are named by role
+    (``candidate``, ``best``), with the name the result gives the player when it is not the role
+    itself, and the player's file from ``players`` (role -> path) when given."""
+    head = f"# Arena{f', generation {generation}' if generation is not None else ''}: {result.game}\n\n"
+    if result.paired:
+        rows = ["| player | mean score | 95% interval | mean steps |", "| --- | ---: | ---: | ---: |"]
+    else:
+        rows = ["| player | score rate | 95% interval | mean steps |", "| --- | ---: | ---: | ---: |"]
+    for role, p in zip(ROLES, (result.a, result.b)):
+        who = role if p.name == role else f"{role}: `{p.name}`"
+        if players and players.get(role):
+            who += f" (`{players[role]}`)"
+        rows.append(f"| {who} | {p.mean:.3f} | [{p.low:.3f}, {p.high:.3f}] | {p.mean_steps:.1f} |")
+    lines = [head + "\n".join(rows), ""]
+    if result.paired:
+        lines.append(f"{result.games} paired seeds; difference candidate - best: {result.diff_mean:+.3f} "
+                     f"[{result.diff_low:+.3f}, {result.diff_high:+.3f}]; seeds won / tied / lost: "
+                     f"{result.wins} / {result.ties} / {result.losses}")
+    else:
+        lines.append(f"{result.games} games; wins / draws / losses: "
+                     f"{result.wins} / {result.ties} / {result.losses}")
+    lines.append(f"rule: {result.rule}; decision: {'promote' if result.promote else 'keep the best'}")
+    return "\n".join(lines) + "\n"
+
+
+def stage_artifacts(folder: Path, params: Params, paths: layout.GenerationPaths, inputs: Inputs) -> None:
+    """Everything a generation's run keeps, laid out in ``folder``: the checkpoint, params, the
+    arena's result and table, training's outputs, the learning curve up to this generation, and
+    the picture of the candidate's game if the flow drew one (``paths.picture``)."""
+    generation = paths.generation
+    ck = folder / CHECKPOINT_DIR
+    ck.mkdir(parents=True)
+    shutil.copyfile(inputs.candidate, ck / CHECKPOINT_FILE)
+    (ck / "tri-checkpoint.json").write_text(json.dumps({
+        "format": "tri checkpoint: torch.save dict of tensors; load with tri.net.load_checkpoint "
+                  "(torch.load weights_only=True)",
+        "file": CHECKPOINT_FILE, "sha256": inputs.sha256, "model_id": inputs.model_id,
+        "game": params.game.name, "generation": generation}, indent=2) + "\n")
+    (folder / "params").mkdir()
+    (folder / "params" / "params.yaml").write_text(dump_params(params))
+    game_json = json.dumps(params.game.model_dump(mode="json"), indent=1)
+    (folder / "params" / "game.json").write_text(game_json + "\n")
+    (folder / "arena").mkdir()
+    (folder / "arena" / "arena.json").write_bytes(inputs.arena_json)
+    players = {"candidate": paths.relative(paths.candidate), "best": paths.relative(paths.player)}
+    (folder / "arena" / "arena.md").write_text(arena_markdown(inputs.arena, generation, players))
+    (folder / "train").mkdir()
+    for source in (paths.train_metrics, paths.train_losses):
+        shutil.copyfile(source, folder / "train" / source.name)
+    points = [p for p in report.learning_curve(paths.root) if p.generation <= generation]
+    (folder / "plots").mkdir()
+    if points:
+        report.plot(points, folder / "plots" / "learning-curve.png")
+    (folder / "game").mkdir()
+    if paths.picture.is_file():
+        shutil.copyfile(paths.picture, folder / "game" / "candidate-game.png")
+    else:
+        where = paths.relative(paths.picture)  # the flow draws there every game tri can draw
+        (folder / "game" / "NOTE.txt").write_text(f"no picture: tri cannot draw {params.game.name} boards "
+                                                  f"(none at {where})\n")

@@ -1,0 +1,269 @@
+"""What tri logs to MLflow: one experiment ``tri-<game>`` per game (store: :mod:`tri.record.mlstore`).
+
+- :func:`start_loop` / :func:`end_loop`: a parent run per loop; :func:`close_stale_runs` closes
+  the runs a killed loop left RUNNING.
+- :func:`log_generation`: one run per generation from the files its stages wrote (the paths of
+  :func:`tri.layout.generation_paths`): params, self-play, training and arena metrics, artifacts
+  (checkpoint, learning curve, arena table, the picture of a game the flow drew), provenance
+  tags. The candidate becomes a version of the registered model ``tri-<game>``; the latest
+  promoted one carries the alias ``champion`` (:mod:`tri.record.registry`). Calling it again for
+  the same generation and files changes nothing (a retried flow).
+- :func:`log_evaluation`: a run per ``tri eval``.
+
+Recording only: nothing here plays a game or imports a stage; it logs the files it is given.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tri import layout
+from tri.config import Params, Runtime
+from tri.errors import TriError
+from tri.games import make_game
+from tri.record import mlstore, outputs, registry
+from tri.record.provenance import base_tags, flatten_params, project_id
+
+_BATCH = 1000  # MLflow's limit of metrics per log_batch call
+_PARAMS_BATCH = 100  # and of params
+
+
+@dataclass(frozen=True)
+class GenerationRecord:
+    """What :func:`log_generation` recorded (all None but ``promoted`` when tracking is off)."""
+
+    run_id: str | None
+    model_version: int | None
+    promoted: bool
+    champion_version: int | None
+
+
+def _log_params(client, run_id: str, params: Params) -> None:
+    # mlflow takes about 2 s to import: only when tracking is on (a client exists).
+    from mlflow.entities import Param
+
+    items = [Param(k, v) for k, v in flatten_params(params).items()]
+    for i in range(0, len(items), _PARAMS_BATCH):
+        client.log_batch(run_id, params=items[i:i + _PARAMS_BATCH])
+
+
+# ---- loops and evaluations ---------------------------------------------------------------------
+
+
+def start_loop(root: Path, params: Params, *, name: str | None = None, tags: Mapping[str, str] | None = None,
+               runtime: Runtime | None = None) -> str | None:
+    """Start the parent run of a loop in experiment ``tri-<game>``; returns its id (None when
+    tracking is off). Generations logged with ``parent_run_id`` appear under it."""
+    root = Path(root).resolve()
+    client, s = mlstore.open_store(root, runtime, create=True)
+    if client is None:
+        return None
+    exp = mlstore.experiment_id(client, s, params.game.name)
+    run = client.create_run(exp, run_name=name or time.strftime("loop-%Y%m%d-%H%M%S"),
+                            tags={**base_tags(root, params, "loop"), **(tags or {})})
+    _log_params(client, run.info.run_id, params)
+    return run.info.run_id
+
+
+def end_loop(root: Path, run_id: str | None, status: str = "FINISHED", *,
+             runtime: Runtime | None = None) -> None:
+    """Close a loop's parent run with ``status`` (FINISHED, FAILED or KILLED); None: no-op."""
+    if run_id is None:
+        return
+    if status not in ("FINISHED", "FAILED", "KILLED"):
+        raise TriError(f"run status {status!r}: expected FINISHED, FAILED or KILLED")
+    client, _ = mlstore.open_store(Path(root).resolve(), runtime, create=False)
+    if client is not None:
+        client.set_terminated(run_id, status)
+
+
+def close_stale_runs(root: Path, *, runtime: Runtime | None = None) -> list[str]:
+    """Mark KILLED the runs of this project still RUNNING: left so by a ``tri loop`` that was
+    killed (SIGKILL, a power cut) before it could close them. Call with the project lock held,
+    so no run of this project is really in flight. Returns the names of the runs closed."""
+    root = Path(root).resolve()
+    try:
+        client, _ = mlstore.open_store(root, runtime, create=False)
+    except TriError:  # no store yet: nothing to close
+        return []
+    if client is None:
+        return []
+    experiments = [e.experiment_id for e in client.search_experiments(filter_string="name LIKE 'tri-%'")]
+    if not experiments:
+        return []
+    runs = client.search_runs(experiments, filter_string=f"tags.`tri.project` = '{project_id(root)}' "
+                                                         "and attributes.status = 'RUNNING'")
+    for run in runs:
+        client.set_terminated(run.info.run_id, "KILLED")
+    return [run.info.run_name for run in runs]
+
+
+def log_evaluation(root: Path, params: Params, name: str, metrics: Mapping[str, float], *,
+                   artifact: Path | None = None, tags: Mapping[str, str] | None = None,
+                   runtime: Runtime | None = None) -> str | None:
+    """Record an evaluation (``tri eval``) as a run named ``name`` in experiment ``tri-<game>``,
+    with ``metrics`` and the result file ``artifact``. Only into an existing store (a project
+    that has tracked generations, or ``TRI_MLFLOW_URI``): an evaluation run from any folder must
+    not leave a database behind. Returns the run id, or None when nothing was logged."""
+    root = Path(root).resolve()
+    try:
+        client, s = mlstore.open_store(root, runtime, create=False)
+    except TriError:  # no store here: an evaluation does not create one
+        return None
+    if client is None:  # tracking is off
+        return None
+    from mlflow.entities import Metric, Param  # mlflow: ~2 s to import, only with a store
+
+    exp = mlstore.experiment_id(client, s, params.game.name)
+    run = client.create_run(exp, run_name=name, tags={**base_tags(root, params, "eval"), **(tags or {})})
+    now = int(time.time() * 1000)
+    # MLflow names allow letters, digits and _-. :/ only (an m,n,k row is named "3x3 k=3").
+    clean = {re.sub(r"[^A-Za-z0-9_\-. :/]", "_", k): float(v) for k, v in metrics.items()}
+    client.log_batch(run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in clean.items()],
+                     params=[Param("player", name[:250])])
+    if artifact is not None and Path(artifact).is_file():
+        client.log_artifact(run.info.run_id, str(artifact), "eval")
+    client.set_terminated(run.info.run_id, "FINISHED")
+    return run.info.run_id
+
+
+# ---- one generation --------------------------------------------------------------------------
+
+
+def _find_runs(client, exp: str, project: str, generation: int) -> list:
+    from mlflow.entities import ViewType  # mlflow: ~2 s to import, only with a store
+
+    return client.search_runs([exp], f"tags.`tri.project` = '{project}' and tags.`tri.kind` = 'generation' "
+                                     f"and tags.`tri.generation` = '{generation}'",
+                              run_view_type=ViewType.ACTIVE_ONLY, max_results=100)
+
+
+def _reuse_or_replace(client, exp: str, name: str, project: str, generation: int, inputs: outputs.Inputs,
+                      parent_run_id: str | None) -> GenerationRecord | None:
+    """The record of a complete earlier run of this generation with the same inputs (its parent
+    tag and the alias refreshed), or None after deleting the runs that do not qualify: one
+    interrupted while logging (its version withdrawn), or one whose files changed since (its
+    version tagged ``tri.superseded``)."""
+    for old in _find_runs(client, exp, project, generation):
+        complete = old.data.tags.get("tri.logged") == "true"
+        if complete and old.data.tags.get("tri.fingerprint") == inputs.fingerprint:
+            if parent_run_id and old.data.tags.get("mlflow.parentRunId") != parent_run_id:
+                client.set_tag(old.info.run_id, "mlflow.parentRunId", parent_run_id)
+            mine = client.search_model_versions(f"name='{name}' and run_id='{old.info.run_id}'")
+            version = max((int(v.version) for v in mine), default=None)
+            champion = registry.update_champion(client, name, project)
+            return GenerationRecord(old.info.run_id, version, inputs.promoted, champion)
+        for v in client.search_model_versions(f"name='{name}' and run_id='{old.info.run_id}'"):
+            if complete:  # a version of record whose files were since replaced
+                client.set_model_version_tag(name, v.version, "tri.superseded", "true")
+            else:  # never announced: its run did not finish logging
+                client.delete_model_version(name, v.version)
+        client.delete_run(old.info.run_id)
+    return None
+
+
+def _register(client, name: str, run, paths: layout.GenerationPaths, project: str, root: Path,
+              inputs: outputs.Inputs):
+    """The candidate as a new version of the registered model ``name``, tagged with its result."""
+    a, generation = inputs.arena, paths.generation
+    version_tags = {"generation": str(generation), "promoted": str(inputs.promoted).lower(),
+                    "candidate_mean": f"{a.a.mean:.6g}", "best_mean": f"{a.b.mean:.6g}",
+                    "tri.project": project, "tri.root": str(root), "tri.model_id": inputs.model_id,
+                    "tri.sha256": inputs.sha256}
+    if a.paired:
+        version_tags |= {"diff_mean": f"{a.diff_mean:.6g}", "diff_low": f"{a.diff_low:.6g}",
+                         "diff_high": f"{a.diff_high:.6g}"}
+        result = f"paired difference {a.diff_mean:+.4g} [{a.diff_low:+.4g}, {a.diff_high:+.4g}]"
+    else:
+        version_tags["score_rate"] = f"{a.score_rate:.6g}"
+        result = f"score rate {a.score_rate:.4g}"
+    return client.create_model_version(
+        name, source=f"{run.info.artifact_uri}/{registry.CHECKPOINT_DIR}", run_id=run.info.run_id,
+        tags=version_tags, await_creation_for=0,
+        description=f"generation {generation} candidate: {result} against the best ({a.rule}): "
+                    f"{'promoted' if inputs.promoted else 'not promoted'}")
+
+
+def _log_artifacts(client, run_id: str, root: Path, params: Params, paths: layout.GenerationPaths,
+                   inputs: outputs.Inputs) -> None:
+    staging = root / mlstore.STORE_DIR / "staging" / uuid.uuid4().hex
+    try:
+        outputs.stage_artifacts(staging, params, paths, inputs)
+        client.log_artifacts(run_id, str(staging))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _summarize_in_parent(client, parent_run_id: str, values: list, generation: int, now: int) -> None:
+    """The generation's headline numbers as points (step = generation) of the loop's run."""
+    from mlflow.entities import Metric  # mlflow: ~2 s to import, only with a store
+
+    summary = [("gen.selfplay_mean_score", "selfplay.mean_score"), ("gen.train_loss", "train.final_loss"),
+               ("gen.candidate_mean", "arena.candidate_mean"), ("gen.best_mean", "arena.best_mean"),
+               ("gen.diff_mean", "arena.diff_mean"), ("gen.promoted", "arena.promoted")]
+    latest = {m.key: m.value for m in values if m.step == 0}
+    client.log_batch(parent_run_id, metrics=[Metric(k, latest[src], now, generation)
+                                             for k, src in summary if src in latest])
+
+
+def log_generation(params: Params, paths: layout.GenerationPaths, *, parent_run_id: str | None = None,
+                   tags: Mapping[str, str] | None = None, metrics: Mapping[str, float] | None = None,
+                   runtime: Runtime | None = None) -> GenerationRecord:
+    """Record generation ``paths.generation`` of the project ``paths.root`` from its files (after
+    the arena, ideally after the promotion): a run named ``gen-NNNN`` in experiment ``tri-<game>``
+    (under ``parent_run_id`` if given), and a version of the registered model ``tri-<game>`` for
+    the candidate; ``champion`` moves to the latest promoted candidate. ``metrics``: extra numbers
+    the caller measured, logged as given (``selfplay.seconds`` or ``selfplay_seconds`` also gives
+    positions per second, the files having no timings). ``paths.picture``, if the flow drew it,
+    is logged as the candidate's game.
+
+    Idempotent: if a complete run with the same inputs exists it is reused (only its parent
+    tag and the alias are refreshed); a run that was interrupted while logging is replaced, and
+    one whose files have changed since is replaced and its version tagged ``tri.superseded``.
+    Raises :class:`TriError` if the generation's files are missing.
+    """
+    root, generation = Path(paths.root).resolve(), paths.generation
+    inputs = outputs.read_inputs(params, paths)
+    client, s = mlstore.open_store(root, runtime, create=True)
+    if client is None:
+        return GenerationRecord(None, None, inputs.promoted, None)
+    from mlflow.entities import Metric, RunTag  # mlflow: ~2 s to import, only with a store
+
+    project, name = project_id(root), mlstore.model_name(params.game.name)
+    players = make_game(params.game).num_players
+    exp = mlstore.experiment_id(client, s, params.game.name)
+    registry.ensure_model(client, name)
+    kept = _reuse_or_replace(client, exp, name, project, generation, inputs, parent_run_id)
+    if kept is not None:
+        return kept
+    run_tags = {**base_tags(root, params, "generation"), "tri.generation": str(generation),
+                "tri.model_id": inputs.model_id, "tri.candidate_sha256": inputs.sha256,
+                "tri.fingerprint": inputs.fingerprint, "tri.promoted": str(inputs.promoted).lower(),
+                "tri.logged": "false", **(tags or {})}
+    if parent_run_id:
+        run_tags["mlflow.parentRunId"] = parent_run_id
+    run = client.create_run(exp, run_name=f"gen-{generation:04d}", tags=run_tags)
+    run_id = run.info.run_id
+    try:
+        now = int(time.time() * 1000)
+        values = [Metric(k, v, now, step) for k, v, step in outputs.metrics(inputs, metrics or {}, players)]
+        _log_params(client, run_id, params)
+        for i in range(0, len(values), _BATCH):
+            client.log_batch(run_id, metrics=values[i:i + _BATCH])
+        _log_artifacts(client, run_id, root, params, paths, inputs)
+        mv = _register(client, name, run, paths, project, root, inputs)
+        champion = registry.update_champion(client, name, project)
+        if parent_run_id:
+            _summarize_in_parent(client, parent_run_id, values, generation, now)
+        client.log_batch(run_id, tags=[RunTag("tri.logged", "true")])
+        client.set_terminated(run_id, "FINISHED")
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    return GenerationRecord(run_id, int(mv.version), inputs.promoted, champion)
