@@ -15,7 +15,8 @@ import pytest
 
 import tri.arena as arena
 import tri.players as players
-from tri.arena import ArenaResult, arena_seeds, load_result, mean_ci, t_quantile
+from tri.arena import arena_seeds, mean_ci, t_quantile
+from tri.arena_result import ArenaResult, load_result
 from tri.config import Runtime
 from tri.errors import TriError
 

@@ -17,6 +17,7 @@ import pytest
 
 from tests.pipeline_fixtures import SMALL_BOARD
 from tri import arena, layout, selfplay, train
+from tri.arena_result import load_result
 from tri.config import (ArenaParams, GameParams, MctsParams, NetParams, Params, Runtime, SelfplayParams,
                         TrainParams)
 from tri.games import make_game
@@ -154,5 +155,5 @@ def test_the_cases_play_real_games(tmp_path):
     tiny_generation(params, tmp_path)
     rows = sum(pl.read_parquet(p).height for p in layout.shard_paths(layout.selfplay_dir(tmp_path, 1)))
     assert rows >= 4 * 7  # four games of Connect Four, each at least seven moves
-    result = arena.load_result(layout.arena_path(tmp_path, 1))
+    result = load_result(layout.arena_path(tmp_path, 1))
     assert result.games == 4 and np.isfinite(result.score_rate)

@@ -18,6 +18,7 @@ import torch
 
 from tests import test_behaviour as behaviour
 from tri import arena, device, layout, selfplay, train
+from tri.arena_result import load_result
 from tri.config import Runtime
 from tri.device import resolve_device, synchronize, torch_threads, training_autocast
 from tri.errors import TriError
@@ -270,7 +271,7 @@ def test_a_tiny_generation_on_cuda(case, tmp_path, monkeypatch, resolved):
     _assert_loads_anywhere(candidate)
     ckpt = load_checkpoint(candidate, make_game(params.game))
     assert ckpt.generation == 1 and all(p.isfinite().all() for p in ckpt.model.parameters())
-    result = arena.load_result(layout.arena_path(tmp_path, 1))
+    result = load_result(layout.arena_path(tmp_path, 1))
     assert len(result.scores_a) == result.games and np.isfinite(result.a.mean)
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import tri.promote
 from tri import layout
-from tri.arena import load_result
+from tri.arena_result import load_result
 from tri.net import load_checkpoint
 from tri.shards import read_positions
 from tri.record.versioning import next_generation

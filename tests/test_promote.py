@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tri import promote
-from tri.arena import ArenaResult, PlayerReport
+from tri.arena_result import ArenaResult, PlayerReport
 from tri.errors import TriError
 from tri.net import load_checkpoint
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tri import arena, atomic, layout, promote, selfplay, train
+from tri.arena_result import load_result
 from tri.config import Params, Runtime
 from tri.errors import TriError
 from tri.games import make_game
@@ -365,4 +366,4 @@ def test_artifacts_without_a_picture_and_the_arena_table(project, tmp_path):
     assert "| candidate: `models/candidates/gen-0001.pt` |" in outputs.arena_markdown(inputs.arena)
     with pytest.raises(TriError, match="not an arena result"):
         (tmp_path / "bad.json").write_text('{"game": "triangle"}')
-        outputs.read_arena(tmp_path / "bad.json")
+        load_result(tmp_path / "bad.json")

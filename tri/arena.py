@@ -19,9 +19,7 @@ the device ``TRI_DEVICE`` resolves to (:func:`tri.device.resolve_device`), torch
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +28,7 @@ from tri import atomic
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.episodes import run_episodes
-from tri.errors import TriError
+from tri.arena_result import ArenaResult, PlayerReport
 from tri.games import make_game
 from tri.players import check_player_memory, make_agent, parse_spec
 from tri.resources import arena_batch
@@ -79,42 +77,6 @@ def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, floa
         return mean, float("-inf"), float("inf")
     half = t_quantile(0.5 + level / 2, n - 1) * float(values.std(ddof=1)) / math.sqrt(n)
     return mean, mean - half, mean + half
-
-
-@dataclass
-class PlayerReport:
-    name: str
-    mean: float
-    low: float
-    high: float
-    mean_steps: float
-    stats: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class ArenaResult:
-    """The comparison and its decision (``promote``: whether A should replace B)."""
-
-    game: str
-    a: PlayerReport
-    b: PlayerReport
-    games: int
-    rule: str
-    promote: bool
-    paired: bool = True
-    diff_mean: float = 0.0
-    diff_low: float = 0.0
-    diff_high: float = 0.0
-    wins: int = 0
-    ties: int = 0
-    losses: int = 0
-    score_rate: float = 0.0
-    seeds: list[int] = field(default_factory=list)
-    scores_a: list[float] = field(default_factory=list)
-    scores_b: list[float] = field(default_factory=list)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
 
 
 def arena_seeds(seed: int, games: int, generation: int = 0) -> np.ndarray:
@@ -196,18 +158,6 @@ def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int)
             wins=int((outcome > 0).sum()), ties=int((outcome == 0).sum()), losses=int((outcome < 0).sum()),
             score_rate=rate, seeds=both.tolist(), scores_a=points.tolist(), scores_b=(1 - points).tolist())
     return result
-
-
-def load_result(path: Path) -> ArenaResult:
-    """Read an arena JSON written by :func:`run`."""
-    try:
-        data = json.loads(Path(path).read_text())
-        data["a"], data["b"] = PlayerReport(**data["a"]), PlayerReport(**data["b"])
-        return ArenaResult(**data)
-    except FileNotFoundError:
-        raise TriError(f"arena result {path}: file not found") from None
-    except (ValueError, TypeError, KeyError) as exc:
-        raise TriError(f"arena result {path}: not an arena result ({exc})") from None
 
 
 def print_result(result: ArenaResult) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tri import atomic
-from tri.arena import load_result
+from tri.arena_result import load_result
 from tri.errors import TriError
 from tri.net import load_checkpoint
 

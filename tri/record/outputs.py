@@ -17,10 +17,10 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from tri import layout
+from tri.arena_result import ArenaResult, load_result
 from tri.config import Params, dump_params
 from tri.errors import TriError
 from tri.record import report
@@ -28,12 +28,6 @@ from tri.record.provenance import sha256
 from tri.record.registry import CHECKPOINT_DIR, CHECKPOINT_FILE
 
 ROLES = ("candidate", "best")  # the arena's players a and b, as the flow names them
-_ARENA_DEFAULTS = {"paired": True, "diff_mean": 0.0, "diff_low": 0.0, "diff_high": 0.0, "wins": 0, "ties": 0,
-                   "losses": 0, "score_rate": 0.0, "seeds": [], "scores_a": [], "scores_b": []}
-_ARENA_FIELDS = ("game", "a", "b", "games", "rule", "promote")
-_PLAYER_FIELDS = ("name", "mean", "low", "high", "mean_steps")
-
-
 @dataclass
 class Inputs:
     """What the stages of one generation wrote, read once."""
@@ -41,31 +35,13 @@ class Inputs:
     candidate: Path
     sha256: str
     model_id: str
-    arena: Any  # the arena's result (see read_arena)
+    arena: ArenaResult
     arena_json: bytes
     train: dict[str, Any]
     losses: list[dict[str, str]]
     games: Any  # polars DataFrame or None
     promoted: bool
     fingerprint: str
-
-
-def read_arena(path: Path) -> SimpleNamespace:
-    """An arena result file (the JSON of :class:`tri.arena.ArenaResult`) with its fields as
-    attributes (``a`` and ``b`` too), read without importing the arena's playing code."""
-    try:
-        data = json.loads(Path(path).read_text())
-        missing = [k for k in _ARENA_FIELDS if k not in data]
-        missing += [f"{side}.{k}" for side in ("a", "b") if side in data for k in _PLAYER_FIELDS
-                    if k not in data[side]]
-        if missing:
-            raise ValueError(f"missing {', '.join(missing)}")
-        sides = {side: SimpleNamespace(**data[side]) for side in ("a", "b")}
-    except FileNotFoundError:
-        raise TriError(f"arena result {path}: file not found") from None
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise TriError(f"arena result {path}: not an arena result ({exc})") from None
-    return SimpleNamespace(**{**_ARENA_DEFAULTS, **data, **sides})
 
 
 def _promoted(paths: layout.GenerationPaths, arena) -> bool:
@@ -88,7 +64,7 @@ def read_inputs(params: Params, paths: layout.GenerationPaths) -> Inputs:
     generation, candidate = paths.generation, paths.candidate
     if not candidate.is_file():
         raise TriError(f"generation {generation}: candidate {candidate} not found")
-    arena = read_arena(paths.arena)
+    arena = load_result(paths.arena)
     try:
         train_text = paths.train_metrics.read_text()
         train = json.loads(train_text)

@@ -28,13 +28,13 @@ def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int 
     """Play one game with ``checkpoint`` and the arena's search settings (on the first arena seed
     of ``generation`` unless ``seed``) and write a PNG of it to ``out``. Triangle puzzle: the
     board before the game and after each of at most ``max_moves`` moves (just-placed triangles
-    highlighted, cleared ones shaded). Two-player games (``game.board``): the candidate against
-    itself to the end, the final board with the move numbers. ``device``: a resolved torch
+    highlighted, cleared ones shaded). Two-player games: the candidate against itself to the end,
+    the final board (:meth:`~tri.games.base.PlayableGame.board`) with the move numbers. ``device``: a resolved torch
     device (:func:`tri.device.resolve_device`). Returns ``out``, or None for a game it cannot
     draw. ``game``: the game of ``params`` if already built."""
     game = game or make_game(params.game)
     two = game.num_players == 2
-    if not (game.name == "triangle" or (two and hasattr(game, "board"))):
+    if not (two or game.name == "triangle"):  # the drawings this module knows
         return None
     ap = params.arena
     seed = int(arena_seeds(ap.seed, 1, generation)[0]) if seed is None else seed
@@ -55,8 +55,7 @@ def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int 
     else:
         titles = ["start"]
         for i, (a, r, sc) in enumerate(zip(pos.action, pos.reward, pos.score)):
-            slot, row, col = game.action_tuple(int(a))
-            titles.append(f"{i + 1}: slot {slot} at ({row}, {col}), score {float(sc + r):g}")
+            titles.append(f"{i + 1}: {game.action_name(int(a))}, score {float(sc + r):g}")
         _draw_boards(game, [s.grid for s in game.states(states)], titles, out, title)
     return Path(out)
 
