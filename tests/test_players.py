@@ -29,7 +29,7 @@ def small():
 
 
 def empty_grid(game) -> np.ndarray:
-    return np.zeros((game.board.rows, game.board.cols), int)
+    return np.zeros((game.geometry.rows, game.geometry.cols), int)
 
 
 def greedy_pick(game, state) -> int:
@@ -39,7 +39,7 @@ def greedy_pick(game, state) -> int:
 def exact_fill(game, grid: np.ndarray) -> Fraction:
     """The line-fill heuristic computed exactly: sum over lines of (filled fraction)^2."""
     flat = grid.reshape(-1)
-    return sum((Fraction(int(flat[line].sum()), len(line)) ** 2 for line in game.board.lines), Fraction(0))
+    return sum((Fraction(int(flat[line].sum()), len(line)) ** 2 for line in game.geometry.lines), Fraction(0))
 
 
 def outcomes(game, row: np.ndarray) -> dict[int, tuple[float, Fraction]]:

@@ -68,7 +68,7 @@ def test_records_use_the_default_config(records, game):
     for g, header in records["games"].items():
         assert (header["rows"], header["cols"], header["num_slots"]) == (cfg.rows, cfg.cols, cfg.num_slots)
         assert [tuple(p) for p in header["playable_range"]] == list(DEFAULT_PLAYABLE)
-        assert np.array_equal(1 - np.array(header["death"]), game.board.playable.astype(int)), g
+        assert np.array_equal(1 - np.array(header["death"]), game.geometry.playable.astype(int)), g
         rw = header["rewards"]
         assert (rw["placed"], rw["cleared"], rw["alive"], rw["game_over"]) == (
             cfg.rewards.placed, cfg.rewards.cleared, cfg.rewards.alive, cfg.rewards.illegal)
@@ -164,7 +164,7 @@ def test_scalar_continuous_game(records, game, index):
 
 
 def test_batched_lockstep(records, game):
-    rows, cols, S = game.board.rows, game.board.cols, game.num_slots
+    rows, cols, S = game.geometry.rows, game.geometry.cols, game.num_slots
     n = rows * cols
     games = records["ids"]
     B = len(games)

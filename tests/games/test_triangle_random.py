@@ -124,9 +124,9 @@ def play_batched(game: TriangleGame, seeds: np.ndarray, choice_seed: int, max_st
 def check_encoding(game: TriangleGame, trajectory: list[np.ndarray], masks: list[np.ndarray]) -> None:
     """``encode`` of live states: occupancy plane = grid, constant planes, slot planes non-empty
     iff the slot holds a shape, legal-anchor planes = the legal mask per slot."""
-    S, rows, cols = game.num_slots, game.board.rows, game.board.cols
+    S, rows, cols = game.num_slots, game.geometry.rows, game.geometry.cols
     up = (np.add.outer(np.arange(rows), np.arange(cols)) % 2 == 1)
-    W = game.board.num_words
+    W = game.geometry.num_words
     for states, mask in zip(trajectory, masks):
         live = ~game.terminal(states)
         states, mask = states[live], mask[live]
@@ -138,7 +138,7 @@ def check_encoding(game: TriangleGame, trajectory: list[np.ndarray], masks: list
                              bitorder="little")
         grids = bits[:, : rows * cols].reshape(len(states), rows, cols)
         assert np.array_equal(x[:, 0], grids.astype(np.float32))
-        assert (x[:, 1] == game.board.playable).all() and (x[:, 2] == up).all()
+        assert (x[:, 1] == game.geometry.playable).all() and (x[:, 2] == up).all()
         ids = states[:, W + 2:].astype(np.int64) - 1
         images = np.where((ids >= 0)[:, :, None, None], game.shape_table.images[np.maximum(ids, 0)], 0)
         assert np.array_equal(x[:, 3:3 + S], images)
@@ -240,7 +240,7 @@ def test_random_games_largest_board():
     cfg = TriangleConfig(rows=32, cols=32, playable=((0, 32),) * 32, num_slots=3,
                          templates=DEFAULT_TEMPLATES[::2] + extra)
     game = TriangleGame(cfg)
-    assert game.board.num_words == 16 and game.num_actions == 3 * 1024
+    assert game.geometry.num_words == 16 and game.num_actions == 3 * 1024
     check_games(game, np.array([5, 6], dtype=np.int64), choice_seed=3, slow_every=1)
 
 
@@ -300,7 +300,7 @@ def test_illegal_action_in_batch_ends_game_with_penalty(game):
     s2 = legal2[0][0]
     mid = game.place(st2, legal2[0])[0]
     states[2] = mid.data[0]
-    n = game.board.num_cells
+    n = game.geometry.num_cells
     actions = np.array([
         0 * n + 0 * 15 + 0,                   # death cell (0, 0)
         game.action_index(first),             # overlaps a filled cell
@@ -315,7 +315,7 @@ def test_illegal_action_in_batch_ends_game_with_penalty(game):
     actions[5] = game.action_index((0, r5, c5 + 1))
     assert game.legal(states)[[0, 1, 2, 5], actions[[0, 1, 2, 5]]].tolist() == [False] * 4
     tr, info = game.step_info(states, actions)
-    W = game.board.num_words
+    W = game.geometry.num_words
     assert tr.reward.tolist() == [-10.0] * 6
     assert tr.terminal.all() and game.terminal(tr.states).all()
     assert np.array_equal(tr.states[:, :W], states[:, :W]), "board changed"
@@ -444,7 +444,7 @@ def _one_triangle_left(game: TriangleGame, seed: int) -> TriangleState:
 
 
 def test_reseed_changes_only_the_chance_stream(game):
-    W = game.board.num_words
+    W = game.geometry.num_words
     init = game.initial(np.arange(10, dtype=np.int64))
     re = game.reseed(init, np.arange(10, dtype=np.int64) + 50)
     assert np.array_equal(np.delete(re, W, axis=1), np.delete(init, W, axis=1))
@@ -475,7 +475,7 @@ def test_draw_is_uniform_over_templates(game):
     ids = game.template_ids
     weights = np.bincount(ids, minlength=len(game.shape_table)) / len(ids)
     assert len(ids) == 31 and len(set(ids.tolist())) < 31
-    S, W = game.num_slots, game.board.num_words
+    S, W = game.num_slots, game.geometry.num_words
     init = game.initial(np.arange(20000, dtype=np.int64))
     draws = [init[:, W + 2:].astype(np.int64) - 1]
     refill = game.reseed(np.repeat(_one_triangle_left(game, 0).data, 20000, axis=0),
@@ -500,7 +500,7 @@ def test_draw_covers_every_template_of_a_config():
     """With distinct templates each is drawn about 1/N of the time."""
     templates = tuple(DEFAULT_TEMPLATES[i] for i in (0, 2, 4, 5, 7, 9, 13, 15))
     game = TriangleGame(TriangleConfig(templates=templates))
-    W = game.board.num_words
+    W = game.geometry.num_words
     d = game.initial(np.arange(8000, dtype=np.int64))[:, W + 2:].astype(np.int64) - 1
     counts = np.bincount(d.reshape(-1), minlength=len(templates))
     expected = d.size / len(templates)
@@ -527,7 +527,7 @@ def _varied_states(game: TriangleGame) -> np.ndarray:
 def test_encode_planes(game):
     states = _varied_states(game)
     B, S = len(states), game.num_slots
-    rows, cols = game.board.rows, game.board.cols
+    rows, cols = game.geometry.rows, game.geometry.cols
     x = game.encode(states)
     kinds = game.template_kinds
     K = len(kinds)
@@ -539,7 +539,7 @@ def test_encode_planes(game):
     saw_empty = saw_hole = False
     for i, st in enumerate(game.states(states)):
         assert np.array_equal(x[i, 0], st.grid.astype(np.float32))
-        assert np.array_equal(x[i, 1], game.board.playable.astype(np.float32))
+        assert np.array_equal(x[i, 1], game.geometry.playable.astype(np.float32))
         assert np.array_equal(x[i, 2], up.astype(np.float32))
         for s, sid in enumerate(st.slot_ids):
             assert x[i, 3 + s].any() == (sid >= 0), (i, s)
@@ -558,18 +558,18 @@ def test_encode_planes(game):
             assert np.array_equal(x[i, 3 + 2 * S + j], expect), (i, j)
         # Line planes: every cell of a line carries the line's filled fraction, per direction.
         grid = st.grid.astype(bool).ravel()
-        for line in game.board.lines:
-            d = next(d for d in range(3) if all(game.board.cell_lines[c, d] >= 0 and
-                                                game.board.lines[game.board.cell_lines[c, d]] == line
+        for line in game.geometry.lines:
+            d = next(d for d in range(3) if all(game.geometry.cell_lines[c, d] >= 0 and
+                                                game.geometry.lines[game.geometry.cell_lines[c, d]] == line
                                                 for c in line))
             plane = x[i, 3 + 2 * S + K + d].ravel()
             assert np.allclose(plane[line], grid[line].mean()), (i, line)
         # Holes: empty playable cells walled in on all three edges (filled or off the board).
         holes = np.zeros(rows * cols, np.float32)
-        for cell in np.flatnonzero(game.board.playable.ravel() & ~grid):
+        for cell in np.flatnonzero(game.geometry.playable.ravel() & ~grid):
             r, c = divmod(int(cell), cols)
             sides = [(r, c - 1), (r, c + 1), (r + 1, c) if up[r, c] else (r - 1, c)]
-            if all(not game.board.on_board(rr, cc) or grid[rr * cols + cc] for rr, cc in sides):
+            if all(not game.geometry.on_board(rr, cc) or grid[rr * cols + cc] for rr, cc in sides):
                 holes[cell] = 1.0
         assert np.array_equal(x[i, 3 + 2 * S + K + 3].ravel(), holes), i
         saw_hole |= holes.any()

@@ -98,7 +98,7 @@ def test_search_result_does_not_depend_on_the_real_future(game, twins, noise):
     # The refills happened inside the search horizon: every root child holds three new shapes.
     kids = ra.tree.children[0, 0][ra.tree.children[0, 0] >= 0]
     assert kids.size > 1
-    assert (ra.tree.states[0, kids, game.board.num_words + 2:] != 0).all()
+    assert (ra.tree.states[0, kids, game.geometry.num_words + 2:] != 0).all()
     # The real positions were not touched.
     assert np.array_equal(roots_a, a.data) and np.array_equal(roots_b, b.data)
 
@@ -109,7 +109,7 @@ def test_refills_in_the_tree_come_from_the_search_seed(game, twins):
     r8 = search(game, evaluator(game), a.data, PARAMS, np.random.default_rng(8), noise=False)
     kids7 = r7.tree.children[0, 0][r7.tree.children[0, 0] >= 0]
     kids8 = r8.tree.children[0, 0][r8.tree.children[0, 0] >= 0]
-    slots = slice(game.board.num_words + 2, None)
+    slots = slice(game.geometry.num_words + 2, None)
     assert not np.array_equal(r7.tree.states[0, kids7[:1], slots], r8.tree.states[0, kids8[:1], slots])
     assert not (np.array_equal(r7.visits, r8.visits) and r7.value[0] == r8.value[0])
 

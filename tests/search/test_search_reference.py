@@ -82,7 +82,7 @@ def test_triangle_matches_reference_with_refills_everywhere(game):
     """Positions with a single shape left: every first move refills the slots from the search's
     own chance stream (reseeded from the search rng), on both sides of the comparison."""
     roots = random_positions(game, 12, np.random.default_rng(5), max_moves=40)
-    slots = roots[:, game.board.num_words + 2:]
+    slots = roots[:, game.geometry.num_words + 2:]
     roots = roots[(slots != 0).sum(axis=1) == 1][:4]
     assert roots.shape[0] >= 2
     evaluate = hash_evaluator(game, (0.0, 2.0))
@@ -91,7 +91,7 @@ def test_triangle_matches_reference_with_refills_everywhere(game):
     # Every root child holds three fresh shapes.
     for b in range(roots.shape[0]):
         kids = result.tree.children[b, 0][result.tree.children[b, 0] >= 0]
-        assert (result.tree.states[b, kids, game.board.num_words + 2:] != 0).all()
+        assert (result.tree.states[b, kids, game.geometry.num_words + 2:] != 0).all()
 
 
 @pytest.mark.parametrize("simulations, c_puct", [(30, 1.25), (200, 1.0), (400, 2.0)])

@@ -29,7 +29,7 @@ def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int 
     of ``generation`` unless ``seed``) and write a PNG of it to ``out``. Triangle puzzle: the
     board before the game and after each of at most ``max_moves`` moves (just-placed triangles
     highlighted, cleared ones shaded). Two-player games: the candidate against itself to the end,
-    the final board (:meth:`~tri.games.base.PlayableGame.board`) with the move numbers. ``device``: a resolved torch
+    the final board (:meth:`~tri.games.base.PlayableGame.geometry`) with the move numbers. ``device``: a resolved torch
     device (:func:`tri.device.resolve_device`). Returns ``out``, or None for a game it cannot
     draw. ``game``: the game of ``params`` if already built."""
     game = game or make_game(params.game)
@@ -81,7 +81,7 @@ def _draw_boards(game, boards: list, titles: list[str], out: Path, title: str) -
     """Triangle boards side by side, 4 to a row, in one axes (one collection: cheap to draw)."""
     from matplotlib.collections import PolyCollection
 
-    b = game.board
+    b = game.geometry
     h = math.sqrt(3) / 2
     cells = [(r, c) for r in range(b.rows) for c in range(b.cols) if b.playable[r, c]]
     shapes = []

@@ -64,7 +64,7 @@ class TriangleView(BoardView):
         if p.before is not None:
             fresh = state.grid & ~self.game.scalar(p.before).grid
             new = {(int(r), int(col)) for r, col in zip(*fresh.nonzero())}
-        for line in layout.board_lines(self.game.board, state.grid, self.glyphs, new):
+        for line in layout.board_lines(self.game.geometry, state.grid, self.glyphs, new):
             c.print(_styled(line, first_is_base=True))
         c.print()
         fits = {s for s, _, _ in self.game.legal_actions(state)}

@@ -42,16 +42,6 @@ def parse_placement(text: str) -> tuple[int, int, int] | None:
     return slot, row, col
 
 
-class TriangleBoard(Board):
-    """The board's geometry (:class:`~tri.games.triangle.rules.Board`) that, called on a state
-    ``[L]``, gives its cells (:meth:`tri.games.base.PlayableGame.board`): ``[rows, cols] int8``,
-    1 filled, 0 empty or not part of the board."""
-
-    def __call__(self, state: np.ndarray) -> np.ndarray:
-        bits = from_words(np.asarray(state, dtype=np.uint64)[: self.num_words], self.num_cells)
-        return bits.reshape(self.rows, self.cols).astype(np.int8)
-
-
 @dataclass(frozen=True)
 class Step:
     """What one placement did: ``reward`` (float), ``cleared`` (distinct triangles removed),
@@ -82,7 +72,7 @@ class TriangleState:
     @property
     def grid(self) -> np.ndarray:
         """Occupancy, ``[rows, cols] bool``."""
-        b = self.game.board
+        b = self.game.geometry
         return from_words(self.data[0, : b.num_words], b.num_cells).reshape(b.rows, b.cols)
 
     @property
@@ -93,12 +83,12 @@ class TriangleState:
     @property
     def slot_ids(self) -> tuple[int, ...]:
         """Per slot: the interned shape id, or -1 when the slot is empty."""
-        base = self.game.board.num_words + 2
+        base = self.game.geometry.num_words + 2
         return tuple(int(v) - 1 for v in self.data[0, base:])
 
     @property
     def game_over(self) -> bool:
-        return bool(self.data[0, self.game.board.num_words + 1] & k.GAME_OVER)
+        return bool(self.data[0, self.game.geometry.num_words + 1] & k.GAME_OVER)
 
     def copy(self) -> TriangleState:
         return TriangleState(self.data.copy(), self.game)
@@ -123,22 +113,22 @@ class TriangleGame:
 
     def __init__(self, config: TriangleConfig | None = None):
         self.config = config or TriangleConfig()
-        self.board = TriangleBoard(self.config)  # also PlayableGame.board(state)
-        self.shape_table = ShapeTable(self.board)
+        self.geometry = Board(self.config)  # rows, cols, playable cells, lines, bit layout
+        self.shape_table = ShapeTable(self.geometry)
         self.template_ids = np.array(
             [self.shape_table.intern(t) for t in self.config.templates], dtype=np.int32)
         self.num_slots = self.config.num_slots
-        self.num_actions = self.num_slots * self.board.num_cells
-        self.state_size = self.board.num_words + 2 + self.num_slots
+        self.num_actions = self.num_slots * self.geometry.num_cells
+        self.state_size = self.geometry.num_words + 2 + self.num_slots
         # The distinct template shapes, in first-seen order: one "where it fits" plane each.
         self.template_kinds = np.array(list(dict.fromkeys(self.template_ids.tolist())), dtype=np.int32)
-        self.obs_shape = (3 + 2 * self.num_slots + len(self.template_kinds) + 4, self.board.rows,
-                          self.board.cols)
+        self.obs_shape = (3 + 2 * self.num_slots + len(self.template_kinds) + 4, self.geometry.rows,
+                          self.geometry.cols)
         self._rewards = np.array([self.config.rewards.placed, self.config.rewards.cleared,
                                   self.config.rewards.alive, self.config.rewards.illegal])
-        self._const = np.stack([self.board.playable, self.board.up]).astype(np.float32)
+        self._const = np.stack([self.geometry.playable, self.geometry.up]).astype(np.float32)
         self._actions = [(s, r, c) for s in range(self.num_slots)
-                         for r in range(self.board.rows) for c in range(self.board.cols)]
+                         for r in range(self.geometry.rows) for c in range(self.geometry.cols)]
         self._no_refill = np.full((1, self.num_slots), _DRAW, dtype=np.int32)
         self._tab_len = -1
 
@@ -149,7 +139,7 @@ class TriangleGame:
         """The kernels' tables (rebuilt only when a new shape was interned)."""
         t = self.shape_table
         if self._tab_len != len(t):
-            b = self.board
+            b = self.geometry
             self._tab = (b.playable_words, t.anchors, t.offsets, t.sizes, t.masks, b.cell_lines,
                          b.line_words, self.template_ids, t.images, self._rewards, self._const,
                          t.lines, self.template_kinds, b.line_lengths, b.neighbours)
@@ -167,7 +157,7 @@ class TriangleGame:
         """A state from an occupancy grid (``rows x cols`` of 0/1) and one entry per slot (``None``
         or a list of ``(dr, dc, is_up)``); later refills are drawn from a stream seeded by
         ``seed``. Raises ``ValueError`` for a grid of the wrong size or filled death cells."""
-        b = self.board
+        b = self.geometry
         g = np.asarray(grid)
         if g.shape != (b.rows, b.cols):
             raise ValueError(f"grid must be {b.rows} x {b.cols}, got {'x'.join(map(str, g.shape))}")
@@ -207,7 +197,7 @@ class TriangleGame:
             refill_ids = np.array([[-1 if sh is None else self.shape_table.intern(sh) for sh in refill]],
                                   dtype=np.int32)
         data, info = state.data.copy(), np.empty((1, 6))
-        k.step_batch(data, np.array([s * self.board.num_cells + a]), refill_ids, self.tab, info)
+        k.step_batch(data, np.array([s * self.geometry.num_cells + a]), refill_ids, self.tab, info)
         reward, cleared, lines, placed, over, refilled = info[0].tolist()
         return TriangleState(data, self), Step(
             reward=reward, cleared=int(cleared), lines=int(lines), placed=int(placed),
@@ -215,7 +205,7 @@ class TriangleGame:
 
     def _check(self, state: TriangleState, action: tuple[int, int, int]) -> tuple[int, int]:
         """``(slot, flat cell)`` of a legal action; ``ValueError`` saying why one is illegal."""
-        b = self.board
+        b = self.geometry
         try:
             s, r, c = (int(v) for v in action)
         except (TypeError, ValueError):
@@ -225,12 +215,12 @@ class TriangleGame:
         raise ValueError(f"illegal action ({s}, {r}, {c}): {self._why_illegal(state, s, r, c)}")
 
     def _is_legal(self, state: TriangleState, s: int, r: int, c: int) -> bool:
-        b = self.board
+        b = self.geometry
         return 0 <= s < self.num_slots and 0 <= r < b.rows and 0 <= c < b.cols \
             and bool(k.is_legal(state.data, s, r * b.cols + c, self.tab))
 
     def _why_illegal(self, state: TriangleState, s: int, r: int, c: int) -> str:
-        b = self.board
+        b = self.geometry
         if state.game_over:
             return "the game is over"
         if not 0 <= s < self.num_slots:
@@ -252,7 +242,7 @@ class TriangleGame:
 
     def action_index(self, action: tuple[int, int, int]) -> int:
         s, r, c = action
-        return s * self.board.num_cells + r * self.board.cols + c
+        return s * self.geometry.num_cells + r * self.geometry.cols + c
 
     def action_tuple(self, index: int) -> tuple[int, int, int]:
         return self._actions[index]
@@ -286,11 +276,17 @@ class TriangleGame:
     def to_move(self, state: np.ndarray) -> int:
         return 0  # one player
 
+    def board(self, state: np.ndarray) -> np.ndarray:
+        """``[rows, cols] int8``: 1 filled, 0 empty or not part of the board."""
+        g = self.geometry
+        bits = from_words(np.asarray(state, dtype=np.uint64)[: g.num_words], g.num_cells)
+        return bits.reshape(g.rows, g.cols).astype(np.int8)
+
     def render(self, state: np.ndarray) -> str:
         """The board with its row and column numbers, then the slots (:mod:`.text`)."""
         scalar = self.scalar(state)
         fits = {s for s, _, _ in self.legal_actions(scalar)}
-        return text.plain(text.board_lines(self.board, scalar.grid) + [[]]
+        return text.plain(text.board_lines(self.geometry, scalar.grid) + [[]]
                           + text.slot_lines(scalar.shapes, fits))
 
     def scalar(self, state: np.ndarray) -> TriangleState:
@@ -331,7 +327,7 @@ class TriangleGame:
         return Transition(new, info[:, 0].copy(), info[:, 4] != 0, stats), info
 
     def terminal(self, states: np.ndarray) -> np.ndarray:
-        return (states[:, self.board.num_words + 1] & np.uint64(k.GAME_OVER)) != 0
+        return (states[:, self.geometry.num_words + 1] & np.uint64(k.GAME_OVER)) != 0
 
     def encode(self, states: np.ndarray) -> np.ndarray:
         out = np.zeros((states.shape[0], *self.obs_shape), dtype=np.float32)
@@ -340,7 +336,7 @@ class TriangleGame:
 
     def reseed(self, states: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         new = states.copy()
-        k.reseed_batch(new, np.ascontiguousarray(seeds, dtype=np.int64), self.board.num_words)
+        k.reseed_batch(new, np.ascontiguousarray(seeds, dtype=np.int64), self.geometry.num_words)
         return new
 
     def symmetries(self) -> tuple[Symmetry, ...]:
@@ -352,10 +348,10 @@ class TriangleGame:
     def line_fill(self, states: np.ndarray) -> np.ndarray:
         """``[B]``: sum over the board's lines of (filled fraction)^2, the greedy player's
         tie-break (it prefers placements that build towards complete lines)."""
-        b = self.board
+        b = self.geometry
         occ = states[:, None, : b.num_words] & b.line_words[None]
         filled = np.bitwise_count(occ).sum(axis=2)
-        return ((filled / self.board.line_lengths) ** 2).sum(axis=1)
+        return ((filled / self.geometry.line_lengths) ** 2).sum(axis=1)
 
     def states(self, batch: np.ndarray) -> list[TriangleState]:
         """Scalar states of a batch ``[B, L]`` (copies)."""

@@ -14,7 +14,7 @@ Example::
     from tri.games.triangle import text
     game = TriangleGame()
     state = game.new_game(7)
-    print(text.plain(text.board_lines(game.board, state.grid)))
+    print(text.plain(text.board_lines(game.geometry, state.grid)))
 """
 
 from __future__ import annotations
