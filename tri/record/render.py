@@ -55,7 +55,8 @@ def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int 
     else:
         titles = ["start"]
         for i, (a, r, sc) in enumerate(zip(pos.action, pos.reward, pos.score)):
-            titles.append(f"{i + 1}: {game.action_name(int(a))}, score {float(sc + r):g}")
+            slot, row, col = game.action_tuple(int(a))  # the triangle drawing: its own notation
+            titles.append(f"{i + 1}: slot {slot} at ({row}, {col}), score {float(sc + r):g}")
         _draw_boards(game, [s.grid for s in game.states(states)], titles, out, title)
     return Path(out)
 
