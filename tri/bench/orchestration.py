@@ -24,24 +24,21 @@ first generation, so, as with a running ``tri serve``, generation times do not i
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tri import arena, atomic, layout, promote, selfplay, train
-from tri.config import Params, Runtime, dump_params
+from tri.config import Params, Runtime
 from tri.device import resolve_device
 from tri.games import make_game
 from tri.net import initial_checkpoint, save_checkpoint
 from tri.record import render, stores, versioning
+from tri.record.project import new_project
 
-REPO_FILES = ("dvc.yaml", ".dvcignore", ".gitignore")
 
 
 @dataclass(frozen=True)
@@ -90,20 +87,6 @@ def plain_generation(params: Params, root: Path, generation: int, runtime: Runti
     return time.perf_counter() - start
 
 
-def _versioned_project(root: Path, repo: Path, params: Params) -> None:
-    root.mkdir(parents=True)
-    for name in REPO_FILES:
-        shutil.copy(repo / name, root / name)
-    (root / "params.yaml").write_text(dump_params(params))
-    env = {**os.environ, "GIT_AUTHOR_NAME": "tri", "GIT_AUTHOR_EMAIL": "tri@localhost",
-           "GIT_COMMITTER_NAME": "tri", "GIT_COMMITTER_EMAIL": "tri@localhost", "DVC_NO_ANALYTICS": "1"}
-    for cmd in (["git", "init", "-q"], [sys.executable, "-m", "dvc", "init", "-q"]):
-        subprocess.run(cmd, cwd=root, check=True, env=env, capture_output=True)
-    shutil.copy(repo / ".dvc" / "config", root / ".dvc" / "config")
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
-    subprocess.run(["git", "commit", "-q", "-m", "bench project"], cwd=root, check=True, env=env)
-
-
 def run(params: Params, scratch: Path, repo: Path, *, generations: int = 2) -> OrchestrationBench:
     """Measure ``generations`` generations each way in ``scratch`` (emptied first); ``repo`` is
     where ``dvc.yaml`` and the DVC config come from (this repository)."""
@@ -115,7 +98,7 @@ def run(params: Params, scratch: Path, repo: Path, *, generations: int = 2) -> O
     runtime = Runtime()
     plain = [plain_generation(params, plain_root, g, runtime) for g in range(1, generations + 1)]
 
-    _versioned_project(flow_root, Path(repo), params)
+    new_project(flow_root, params, checkout=Path(repo), message="bench project")
     stores.configure(flow_root)
     from pipelines.loop import loop_flow  # imports prefect: only once its state is in the project
 

@@ -14,6 +14,7 @@ from tri.cli.common import CONTEXT, TriGroup
 
 # name -> "module:attribute", in the order `tri --help` lists them.
 COMMANDS = {
+    "new": ("tri.cli.project:new_cmd", "Create a ready project (git, DVC, the game's measured recipe)."),
     "params": ("tri.cli.project:params_cmd", "Validate params.yaml and print the effective parameters."),
     "loop": ("tri.cli.project:loop_cmd", "Run generations as Prefect flows, after the last recorded one."),
     "serve": ("tri.cli.serve:serve", "The Prefect and MLflow UIs of a project, and its deployments."),

@@ -1,4 +1,5 @@
-"""Project commands: ``tri params`` (the effective settings), ``tri loop`` (generations as
+"""Project commands: ``tri new`` (a ready git + DVC project), ``tri params`` (the effective
+settings), ``tri loop`` (generations as
 Prefect flows, stopped cleanly by Ctrl-C or SIGTERM) and ``tri curve`` (the learning curve)."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from tri.cli.common import PARAMS_OPTION
 from tri.config import Runtime, describe_params, dump_params, load_params, project_params
 from tri.errors import TriError
 from tri.record import stores, versioning
+from tri.games import DEFAULT_GAME, GAMES
+from tri.record.project import new_project, recipe_params
 from tri.record.report import learning_curve, plot
 from tri.selfplay import check_params
 
@@ -26,6 +29,19 @@ def params_cmd(describe: bool, params_path: Path | None) -> None:
     """Validate params.yaml and print the effective parameters as YAML."""
     params = load_params(params_path)
     click.echo(describe_params(params) if describe else dump_params(params), nl=False)
+
+
+@click.command("new")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--game", "game_name", type=click.Choice(GAMES), default=DEFAULT_GAME, show_default=True,
+              help="The game the project trains.")
+def new_cmd(folder: Path, game_name: str) -> None:
+    """Create a ready project in FOLDER (missing or empty): params.yaml with the game's measured
+    recipe written out in full (each setting described), dvc.yaml, git and DVC initialised and
+    a first commit. Then: tri loop --root FOLDER --generations N."""
+    root = new_project(folder, recipe_params(game_name))
+    click.echo(f"created {root}: a {game_name} project (params.yaml: the measured recipe); "
+               f"next: tri loop --root {folder} --generations 1")
 
 
 @click.command("loop")

@@ -10,7 +10,8 @@ board view in :mod:`tri.terminal`, and its section in ``params.yaml`` (README, "
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -19,8 +20,9 @@ from tri.errors import TriError
 from tri.games.base import Game, PlayableGame
 from tri.games.kinrow.connect4 import Connect4Game
 from tri.games.kinrow.mnk import MnkGame
-from tri.games.kinrow.rules import Connect4Config, MnkConfig
+from tri.games.kinrow.rules import CONNECT4_RECIPE, TICTACTOE_RECIPE, Connect4Config, MnkConfig
 from tri.games.triangle.game import TriangleGame
+from tri.games.triangle.rules import RECIPE as TRIANGLE_RECIPE
 from tri.games.triangle.rules import TriangleConfig
 
 if TYPE_CHECKING:  # tri.config builds GameParams from this registry
@@ -31,18 +33,23 @@ if TYPE_CHECKING:  # tri.config builds GameParams from this registry
 class GameEntry:
     """One registered game: ``name`` (``game.name`` in params.yaml, the name of its rules section,
     of ``tri play NAME``, of its MLflow experiment ``tri-NAME``), ``title`` for people,
-    ``config`` (the pydantic model of its rules) and ``game`` (the class: ``game(config)``)."""
+    ``config`` (the pydantic model of its rules), ``game`` (the class: ``game(config)``) and
+    ``recipe``: the params.yaml sections, over the embedded defaults, that trained it best on
+    record (``tri new DIR --game NAME`` writes them out)."""
 
     name: str
     title: str
     config: type[BaseModel]
     game: type
+    recipe: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 REGISTRY: dict[str, GameEntry] = {e.name: e for e in (
-    GameEntry("triangle", "the triangle puzzle (single-player, random shape draws)", TriangleConfig, TriangleGame),
-    GameEntry("connect4", "Connect Four", Connect4Config, Connect4Game),
-    GameEntry("tictactoe", "Tic-Tac-Toe (an m,n,k-game: m x n board, k in a row)", MnkConfig, MnkGame),
+    GameEntry("triangle", "the triangle puzzle (single-player, random shape draws)", TriangleConfig, TriangleGame,
+              TRIANGLE_RECIPE),
+    GameEntry("connect4", "Connect Four", Connect4Config, Connect4Game, CONNECT4_RECIPE),
+    GameEntry("tictactoe", "Tic-Tac-Toe (an m,n,k-game: m x n board, k in a row)", MnkConfig, MnkGame,
+              TICTACTOE_RECIPE),
 )}
 
 GAMES = tuple(REGISTRY)  # the names, in registry order

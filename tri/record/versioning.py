@@ -254,7 +254,9 @@ def finish(root: Path, generation: int, message: str) -> str | None:
     return git_commit(root, message, tag=f"tri/gen-{generation:04d}")
 
 
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def git_run(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """``git ARGS`` in ``root`` (tri's identity unless GIT_AUTHOR_*/GIT_COMMITTER_* say otherwise);
+    :class:`TriError` with git's last line when it fails and ``check``."""
     env = {**os.environ, "GIT_AUTHOR_NAME": os.environ.get("GIT_AUTHOR_NAME", "tri"),
            "GIT_AUTHOR_EMAIL": os.environ.get("GIT_AUTHOR_EMAIL", "tri@localhost"),
            "GIT_COMMITTER_NAME": os.environ.get("GIT_COMMITTER_NAME", "tri"),
@@ -272,12 +274,12 @@ def git_commit(root: Path, message: str, *, tag: str | None = None) -> str:
     root = Path(root)
     tracked = sorted(_rel(p.relative_to(root)) for top in ("data", "models") if (root / top).is_dir()
                      for name in ("*.dvc", ".gitignore") for p in (root / top).rglob(name))
-    _git(root, "add", "--", *[p for p in paths if (root / p).exists()], *tracked)
-    if _git(root, "diff", "--cached", "--quiet", check=False).returncode != 0:
-        _git(root, "commit", "-q", "-m", message)
-    commit = _git(root, "rev-parse", "HEAD").stdout.strip()
+    git_run(root, "add", "--", *[p for p in paths if (root / p).exists()], *tracked)
+    if git_run(root, "diff", "--cached", "--quiet", check=False).returncode != 0:
+        git_run(root, "commit", "-q", "-m", message)
+    commit = git_run(root, "rev-parse", "HEAD").stdout.strip()
     if tag:
-        _git(root, "tag", "-f", tag, commit)
+        git_run(root, "tag", "-f", tag, commit)
     return commit
 
 
@@ -289,7 +291,7 @@ def recover(root: Path) -> int | None:
         return None
     last = next_generation(root) - 1
     tag = f"tri/gen-{last:04d}"
-    if last < 1 or _git(root, "tag", "--list", tag).stdout.strip():
+    if last < 1 or git_run(root, "tag", "--list", tag).stdout.strip():
         return None
     finish(root, last, f"tri: generation {last} (recorded after an interrupted run)")
     return last

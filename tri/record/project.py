@@ -1,0 +1,70 @@
+"""``tri new DIR --game GAME``: a ready tri project, as users train in one.
+
+The folder gets a ``params.yaml`` with the game's params written out in full, each setting with
+its description beside it (:func:`tri.config.describe_params`); tri's ``dvc.yaml``, ``.dvcignore``,
+``.gitignore`` and DVC settings (analytics off, caches and the local remote inside the project)
+from the checkout tri runs from; git and DVC initialised; and a first commit. ``tri loop --root
+DIR`` then runs generations in it, each committed and tagged.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tri.config import GameParams, Params, describe_params
+from tri.errors import TriError
+from tri.games import entry
+from tri.record.versioning import git_run
+
+CHECKOUT = Path(__file__).resolve().parents[2]  # tri/record/project.py -> the checkout
+PROJECT_FILES = ("dvc.yaml", ".dvcignore", ".gitignore", ".dvc/config")
+
+
+def recipe_params(game: str) -> Params:
+    """The embedded defaults with ``game.name`` set to ``game`` and its registry recipe (the
+    sections that trained it best on record) applied."""
+    e = entry(game)  # one line naming the known games if it is not one
+    base = Params()
+    update: dict = {"game": GameParams(**{**base.game.model_dump(), "name": game})}
+    for section, values in e.recipe.items():
+        model = getattr(base, section)
+        update[section] = type(model)(**{**model.model_dump(), **values})
+    return base.model_copy(update=update)
+
+
+def new_project(root: Path, params: Params, *, checkout: Path = CHECKOUT, message: str | None = None) -> Path:
+    """Create the project ``root`` (missing or empty) training ``params``; returns its path.
+    Raises :class:`TriError` (one line) if ``root`` has files, or the checkout lacks a project
+    file, or git or DVC fail; nothing is left half made."""
+    root = Path(root).resolve()
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise TriError(f"tri new: {root} exists and is not an empty folder")
+    missing = [name for name in PROJECT_FILES if not (checkout / name).is_file()]
+    if missing:
+        raise TriError(f"tri new: {checkout} is not a tri checkout (no {', '.join(missing)}); run tri from its clone")
+    created = not root.exists()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for name in PROJECT_FILES[:3]:
+            shutil.copy(checkout / name, root / name)
+        (root / "params.yaml").write_text(describe_params(params))
+        git_run(root, "init", "-q")
+        dvc = subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=root, capture_output=True, text=True,
+                             env={**os.environ, "DVC_NO_ANALYTICS": "1"}, timeout=120)
+        if dvc.returncode != 0:
+            raise TriError(f"tri new: dvc init failed: {(dvc.stderr.strip().splitlines() or ['?'])[-1]}")
+        shutil.copy(checkout / ".dvc" / "config", root / ".dvc" / "config")  # DVC's caches inside the project
+        git_run(root, "add", "-A")
+        git_run(root, "commit", "-q", "-m", message or f"tri new: a {params.game.name} project")
+    except BaseException:
+        if created:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            for child in root.iterdir():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        raise
+    return root
