@@ -18,8 +18,6 @@ reads such a move string::
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from tri.games.base import Symmetry
@@ -28,7 +26,6 @@ from tri.games.kinrow.rules import Connect4Config
 
 __all__ = ["Connect4Config", "Connect4Game"]
 
-_SEPARATORS = re.compile(r"[\s,;]+")
 _WORDS = {"column": "column", "col": "column"}  # "column 4", as action_name says, reads as 4
 
 
@@ -50,22 +47,6 @@ class Connect4Game(KInRowGame):
         return self._symmetries
 
     # ---- scalar API ----------------------------------------------------------------------
-
-    def from_moves(self, moves: str) -> np.ndarray:
-        """The state after ``moves``, a string of 1-based columns from the empty board (Pons'
-        notation: ``"4453"``; separators are allowed on boards with more than 9 columns).
-        ``ValueError`` names a malformed or illegal move."""
-        text = moves.strip()
-        if self.cols <= 9 and not _SEPARATORS.search(text):
-            parts = list(text)
-        else:
-            parts = [p for p in _SEPARATORS.split(text) if p]
-        columns = []
-        for i, p in enumerate(parts):
-            if not p.isdigit():
-                raise ValueError(f"move {i + 1}: {p!r} is not a column number")
-            columns.append(int(p) - 1)
-        return self.from_actions(columns)
 
     def why_illegal(self, state: np.ndarray, action: int) -> str | None:
         if self.is_over(state):

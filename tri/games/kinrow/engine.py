@@ -29,6 +29,8 @@ import numpy as np
 from tri.games.base import Symmetry, Transition
 from tri.games.kinrow.rules import Lines
 
+_SEPARATORS = re.compile(r"[\s,;]+")  # between moves of a move list
+
 OVER = np.uint64(1)
 WON = np.uint64(2)
 ILLEGAL = np.uint64(4)
@@ -228,6 +230,24 @@ class KInRowGame:
             raise ValueError(why)
         t = self.step(state[None], np.array([action]))
         return t.states[0], float(t.reward[0]), bool(t.terminal[0])
+
+    def from_moves(self, moves: str) -> np.ndarray:
+        """The state after ``moves``: 1-based move numbers (a column with gravity, else a cell)
+        from the empty board, separated by spaces or commas, or run together when every move is
+        one digit (Pons' Connect Four notation ``"4453"``, Tic-Tac-Toe's ``"519"``).
+        ``ValueError`` names a malformed or illegal move."""
+        text = moves.strip()
+        if self.num_actions <= 9 and not _SEPARATORS.search(text):
+            parts = list(text)
+        else:
+            parts = [p for p in _SEPARATORS.split(text) if p]
+        noun = "column" if self.gravity else "cell"
+        actions = []
+        for i, p in enumerate(parts):
+            if not p.isdigit():
+                raise ValueError(f"move {i + 1}: {p!r} is not a {noun} number")
+            actions.append(int(p) - 1)
+        return self.from_actions(actions)
 
     def from_actions(self, actions: Iterable[int]) -> np.ndarray:
         """The state after playing ``actions`` (0-based) from the empty board; ``ValueError``

@@ -17,8 +17,6 @@ shows in empty cells), or as ``row col`` (both 1-based)::
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from tri.games.base import Symmetry
@@ -27,7 +25,6 @@ from tri.games.kinrow.rules import MnkConfig, grid_symmetries
 
 __all__ = ["MnkConfig", "MnkGame"]
 
-_SEPARATORS = re.compile(r"[\s,;]+")
 _WORDS = {"cell": "cell", "row": "row", "column": "column", "col": "column"}
 # The labels a move may come with: a cell, a row and column (words optional), or both.
 _FORMS = {(None,), ("cell",), (None, None), ("row", "column"), ("cell", "row", "column")}
@@ -51,22 +48,6 @@ class MnkGame(KInRowGame):
         return self._symmetries
 
     # ---- scalar API ----------------------------------------------------------------------
-
-    def from_moves(self, moves: str) -> np.ndarray:
-        """The state after ``moves``: 1-based cell numbers separated by spaces or commas
-        (``"5 1 9"``), or run together when the board has at most 9 cells (``"519"``).
-        ``ValueError`` names a malformed or illegal move."""
-        text = moves.strip()
-        if self.num_cells <= 9 and not _SEPARATORS.search(text):
-            parts = list(text)
-        else:
-            parts = [p for p in _SEPARATORS.split(text) if p]
-        cells = []
-        for i, p in enumerate(parts):
-            if not p.isdigit():
-                raise ValueError(f"move {i + 1}: {p!r} is not a cell number")
-            cells.append(int(p) - 1)
-        return self.from_actions(cells)
 
     def why_illegal(self, state: np.ndarray, action: int) -> str | None:
         if self.is_over(state):
