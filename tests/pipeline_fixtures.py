@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from tri import layout
-from tri.config import (ArenaParams, GameParams, MctsParams, NetParams, Params, SelfplayParams, TrainParams,
-                        dump_params)
+from tri.config import ArenaParams, GameParams, MctsParams, NetParams, Params, SelfplayParams, TrainParams
+from tri.params_yaml import dump_params
 from tri.episodes import Episodes, GameSummary
 from tri.games import make_game
 from tri.games.base import sample_legal

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from tri.cli import main as cli
-from tri.config import Params, Runtime, dump_params, load_params
+from tri.config import Params, Runtime, load_params
+from tri.params_yaml import dump_params
 from tri.errors import ParamsError, TriError
 from tri.games import make_game
 from tri.games.triangle.rules import DEFAULT_TEMPLATES, TriangleConfig

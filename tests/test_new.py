@@ -7,10 +7,10 @@ import subprocess
 import pytest
 
 from tests.pipeline_fixtures import tri_cli
-from tri.config import load_params
+from tri.config import load_params, recipe_params
 from tri.errors import TriError
 from tri.games import GAMES, entry
-from tri.record.project import PROJECT_FILES, new_project, recipe_params
+from tri.record.project import PROJECT_FILES, new_project
 
 
 @pytest.mark.parametrize("game", GAMES)

@@ -10,7 +10,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from tri.config import MAX_SEED, NetParams, Params, describe_params, dump_params, load_params
+from tri.config import MAX_SEED, NetParams, Params, load_params
+from tri.params_yaml import describe_params, dump_params
 from tri.games import GAMES
 
 

@@ -106,7 +106,7 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     runtime = runtime or Runtime()
     ap = params.arena
     game = make_game(params.game)
-    spec_a, spec_b = parse_spec(a), parse_spec(b)
+    spec_a, spec_b = parse_spec(a, game=game.name), parse_spec(b, game=game.name)
     n = games or ap.games
     batch = arena_batch(ap, game, n)
     for spec in (spec_a, spec_b):  # both, before any checkpoint is loaded

@@ -11,8 +11,6 @@ it reads ``TRI_``-prefixed environment variables (``TRI_DEVICE=cpu``, ``TRI_WORK
 from __future__ import annotations
 
 import os
-import re
-import textwrap
 from pathlib import Path
 from typing import Literal
 
@@ -22,7 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
     YamlConfigSettingsSource
 
 from tri.errors import ParamsError
-from tri.games import DEFAULT_GAME, GAMES, REGISTRY
+from tri.games import DEFAULT_GAME, GAMES, REGISTRY, entry
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -237,6 +235,8 @@ class Runtime(BaseSettings):
                                "local cluster unless dask_address)")
     dask_address: str | None = Field(None, description="scheduler of an existing Dask cluster, "
                                                        "e.g. tcp://10.0.0.5:8786")
+    champions: Path | None = Field(None, description="folder of the shipped champions (GAME.pt and its card "
+                                                     "GAME.json); default: the checkout's models/champions")
 
 
 _MESSAGES = {
@@ -316,73 +316,6 @@ def load_params(path: str | Path | None = None) -> Params:
         raise ParamsError(str(path), format_errors(exc)) from None
 
 
-def dump_params(params: Params) -> str:
-    """``params`` as YAML, in the same shape :func:`load_params` reads."""
-    return yaml.safe_dump(params.model_dump(mode="json"), sort_keys=False, default_flow_style=None,
-                          width=100)
-
-
-def describe_params(params: Params) -> str:
-    """``params`` as :func:`dump_params` writes them (the same keys, values and order), with each
-    field's ``description`` as a ``#`` comment beside its value and each section headed by the
-    summary of its model's docstring: what ``tri params --describe`` prints. Still YAML that
-    :func:`load_params` reads back to ``params``."""
-    header = _comments([_summary(type(params))], "")
-    return "\n".join(header + _describe(params, params.model_dump(mode="json"), "")) + "\n"
-
-
-_WIDTH = 100  # as dump_params: a longer list is written one item per line
-_COMMENT_COLUMN = 40  # trailing comments line up, unless a value is longer than this
-
-
-def _describe(model: BaseModel, data: dict, indent: str) -> list[str]:
-    """The lines of one mapping: nested models as headed blocks, other fields as ``key: value``
-    in YAML flow style with their description as a trailing comment, aligned per mapping."""
-    fields = type(model).model_fields
-    items: list[str | tuple[str, str]] = []  # a finished line, or (text, comment) to align
-    for key, value in data.items():
-        field, attr = fields[key], getattr(model, key)
-        if isinstance(attr, BaseModel):
-            if not indent:
-                items.append("")  # a blank line between top-level sections
-            items += _comments(dict.fromkeys([field.description or "", _summary(type(attr))]), indent)
-            items.append(f"{indent}{key}:")
-            items += _describe(attr, value, indent + "  ")
-            continue
-        comment = " ".join((field.description or "").split())
-        text = f"{indent}{key}: {_flow(value)}"
-        if len(text) <= _WIDTH or not isinstance(value, list) or not value:
-            items.append((text, comment))
-        else:  # a long list: one flow item per line
-            items.append((f"{indent}{key}:", comment))
-            items += [f"{indent}  - {_flow(v)}" for v in value]
-    short = [len(i[0]) for i in items if isinstance(i, tuple) and len(i[0]) < _COMMENT_COLUMN]
-    column = max(short, default=0) + 2
-    return [i if isinstance(i, str) else (f"{i[0].ljust(column - 2)}  # {i[1]}" if i[1] else i[0])
-            for i in items]
-
-
-def _flow(value: object) -> str:
-    """``value`` as one line of YAML flow style (quoted where a plain scalar would read differently)."""
-    text = yaml.safe_dump(value, default_flow_style=True, width=2**31, allow_unicode=True)
-    return text.removesuffix("\n").removesuffix("\n...").strip()
-
-
-def _summary(model: type) -> str:
-    """The first paragraph of a model's own docstring on one line, Sphinx markup made plain."""
-    doc = textwrap.dedent(model.__dict__.get("__doc__") or "").strip().split("\n\n")[0]
-    doc = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", " ".join(doc.split()))
-    return doc.replace("``", "`")
-
-
-def _comments(texts, indent: str) -> list[str]:
-    """Each non-empty text as ``#`` comment lines, wrapped to :data:`_WIDTH` columns."""
-    prefix = f"{indent}# "
-    return [line for text in texts if text
-            for line in textwrap.wrap(text, _WIDTH, initial_indent=prefix, subsequent_indent=prefix,
-                                      break_long_words=False, break_on_hyphens=False)]
-
-
 def project_params(root: str | Path, params_file: str | Path | None = None) -> Params:
     """The params a project runs on: ``params_file`` (relative to the project), or the project's
     params.yaml if it has one, else the embedded defaults."""
@@ -392,3 +325,29 @@ def project_params(root: str | Path, params_file: str | Path | None = None) -> P
         return load_params(default) if default.is_file() else Params()
     path = Path(params_file)
     return load_params(path if path.is_absolute() else root / path)
+
+
+def recipe_params(game: str) -> Params:
+    """The embedded defaults with ``game.name`` set to ``game`` and its registry recipe (the
+    sections that trained it best on record) applied: what ``tri new DIR --game GAME`` writes."""
+    e = entry(game)  # one line naming the known games if it is not one
+    base = Params()
+    update: dict = {"game": GameParams(**{**base.game.model_dump(), "name": game})}
+    for section, values in e.recipe.items():
+        model = getattr(base, section)
+        update[section] = type(model)(**{**model.model_dump(), **values})
+    return base.model_copy(update=update)
+
+
+def params_for_game(params_path: str | Path | None, game: str | None) -> Params:
+    """The params a command comparing players runs on: :func:`load_params` ``(params_path)``, or,
+    when ``game`` names another game than that file selects and no file was named, that game's
+    recipe (:func:`recipe_params`), so ``tri arena --game connect4 ...`` works from any project.
+    A named file of another game is an error (its sections were written for its own game)."""
+    params = load_params(params_path)
+    if game is None or game == params.game.name:
+        return params
+    if params_path is not None:
+        problem = f"selects game.name: {params.game.name}, not {game} (drop --params to use {game}'s recipe)"
+        raise ParamsError(str(params_path), [problem])
+    return recipe_params(game)

@@ -182,7 +182,7 @@ def make_player(player, game, params: Params, *, simulations: int | None, seed: 
 
     if not isinstance(player, str):
         return player, getattr(player, "evaluate", None), getattr(player, "name", type(player).__name__), None
-    spec = parse_spec(player)
+    spec = parse_spec(player, game=game.name)
     if simulations is not None:
         if spec.kind != "mcts":
             raise TriError(f"--simulations applies to a checkpoint played with search "

@@ -12,6 +12,10 @@ spec                      player
 ``net:PATH``              the checkpoint's policy alone, no search (most probable move)
 ``models:/NAME@ALIAS``    a registered MLflow version (also ``models:/NAME/VERSION``), e.g.
                           ``models:/tri-triangle@champion``; PATH above may be one too
+``champion``              the shipped champion of the game being played, with the search
+                          settings and budget on its card (:mod:`tri.champions`)
+``champion:GAME``         the shipped champion of GAME; PATH above may be one too
+                          (``net:champion``, ``mcts:champion:connect4:800``)
 ========================  ===========================================================
 """
 
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tri import champions
 from tri.agents import Decision, MctsAgent
 from tri.config import MAX_SIMULATIONS, ArenaParams, MctsParams
 from tri.errors import TriError
@@ -77,27 +82,39 @@ class PlayerSpec:
     path: Path | None = None
     simulations: int | None = None
     text: str = ""
+    mcts: MctsParams | None = None  # the search settings it plays with (a champion's own), else the caller's
 
 
-def parse_spec(text: str, root: Path | None = None) -> PlayerSpec:
+def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) -> PlayerSpec:
     """Parse a player spec (see the module docstring); raises :class:`TriError` if malformed.
     ``models:/`` URIs are resolved to a local checkpoint through the MLflow store of the
-    project ``root`` (default: the current directory)."""
+    project ``root`` (default: the current directory). ``game``: the game being played, which
+    ``champion`` names and ``champion:GAME`` must match (None: ``champion`` needs its GAME)."""
 
-    def local(path: str) -> Path:
+    def local(path: str) -> tuple[Path, MctsParams | None, int | None]:
+        """The checkpoint ``path`` names, and a champion's own search settings and budget."""
+        if path == "champion" or path.startswith("champion:"):
+            name = path.partition(":")[2] or game
+            if not name:
+                raise TriError(f"player {_clip(text)!r}: which game's champion? use champion:GAME")
+            if game is not None and name != game:
+                raise TriError(f"player {_clip(text)!r} plays {name}, but this plays {game} (use --game {name})")
+            ckpt, card = champions.champion(name)
+            return ckpt, card.mcts, card.simulations
         if not path.startswith("models:/"):
-            return Path(path)
+            return Path(path), None, None
         try:
-            return resolve_model(path, Path.cwd() if root is None else root)
+            return resolve_model(path, Path.cwd() if root is None else root), None, None
         except TriError as exc:  # its message names the URI: name the whole spec only if it differs
             raise (exc if path == text else TriError(f"player {text!r}: {exc}")) from None
 
     if text in ("random", "greedy"):
         return PlayerSpec(text, text=text)
-    if text.startswith("models:/"):
-        return PlayerSpec("mcts", local(text), text=text)
+    if text == "champion" or text.startswith(("models:/", "champion:")):
+        path, mcts, sims = local(text)
+        return PlayerSpec("mcts", path, sims, text=text, mcts=mcts)
     if text.startswith("net:"):
-        return PlayerSpec("net", local(text[4:]), text=text)
+        return PlayerSpec("net", local(text[4:])[0], text=text)
     if text.startswith("mcts:"):
         path, _, sims = text[5:].rpartition(":")
         digits = sims.lstrip("0")
@@ -106,10 +123,11 @@ def parse_spec(text: str, root: Path | None = None) -> PlayerSpec:
         if len(digits) > len(str(MAX_SIMULATIONS)) or int(digits) > MAX_SIMULATIONS:
             raise TriError(f"player {_clip(text)!r}: at most {MAX_SIMULATIONS} simulations "
                            "(tree nodes are numbered in int32)")
-        return PlayerSpec("mcts", local(path), int(digits), text=text)
+        resolved, mcts, _ = local(path)
+        return PlayerSpec("mcts", resolved, int(digits), text=text, mcts=mcts)
     if text and (Path(text).suffix == ".pt" or Path(text).is_file()):
         return PlayerSpec("mcts", Path(text), text=text)
-    raise TriError(f"unknown player {text!r}: use random, greedy, a checkpoint path (.pt), "
+    raise TriError(f"unknown player {text!r}: use random, greedy, champion, a checkpoint path (.pt), "
                    "mcts:PATH:N or net:PATH")
 
 
@@ -128,8 +146,8 @@ def check_player_memory(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: A
         setting, advice = "arena.simulations", f"lower arena.simulations{at_once}"
     else:
         setting, advice = f"player {_clip(spec.text)!r}", f"lower N in mcts:PATH:N{at_once}"
-    check_search(game, mcts, simulations=spec.simulations or arena.simulations, batch=batch, setting=setting,
-                 advice=advice)
+    check_search(game, spec.mcts or mcts, simulations=spec.simulations or arena.simulations, batch=batch,
+                 setting=setting, advice=advice)
 
 
 def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParams,
@@ -145,6 +163,6 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
     evaluate = make_evaluator(ckpt.model, game, device)
     if spec.kind == "net":
         return NetAgent(game, evaluate, spec.text)
-    return MctsAgent(game, evaluate, mcts, rng, noise=False, temperature=arena.temperature,
+    return MctsAgent(game, evaluate, spec.mcts or mcts, rng, noise=False, temperature=arena.temperature,
                      temperature_moves=arena.temperature_moves,
                      simulations=spec.simulations or arena.simulations, name=spec.text)

@@ -13,11 +13,12 @@ import click
 
 from tri import layout
 from tri.cli.common import PARAMS_OPTION
-from tri.config import Runtime, describe_params, dump_params, load_params, project_params
+from tri.config import Runtime, load_params, project_params, recipe_params
 from tri.errors import TriError
+from tri.params_yaml import describe_params, dump_params
 from tri.record import stores, versioning
 from tri.games import DEFAULT_GAME, GAMES
-from tri.record.project import new_project, recipe_params
+from tri.record.project import new_project
 from tri.record.report import learning_curve, plot
 from tri.selfplay import check_params
 

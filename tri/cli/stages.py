@@ -10,6 +10,7 @@ import click
 
 from tri import arena, layout, promote, selfplay, train
 from tri.cli.common import PARAMS_OPTION
+from tri.cli.players import GAME_OPTION, params_for_players
 from tri.config import Runtime, load_params
 from tri.errors import TriError
 from tri.games import GAMES, make_game
@@ -102,13 +103,15 @@ def train_cmd(model: Path, data: tuple[Path, ...], root: Path | None, out: Path,
 @click.option("--names", default=None, metavar="A_NAME,B_NAME",
               help="Names of A and B in the result (default: A and B as given); the loop's arena names "
                    "them by role: candidate,best.")
+@GAME_OPTION
 @PARAMS_OPTION
 def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: int, out: Path | None,
-              names: str | None, params_path: Path | None) -> None:
+              names: str | None, game_name: str | None, params_path: Path | None) -> None:
     """Compare players A and B on the same seeds and decide whether A should replace B.
 
-    A and B: a checkpoint path (plays with search), mcts:PATH:N, net:PATH, random, greedy, or a
-    registered model: models:/tri-triangle@champion, models:/tri-triangle/3.
+    A and B: a checkpoint path (plays with search), mcts:PATH:N, net:PATH, random, greedy, the
+    shipped champion (champion, champion:GAME), or a registered model:
+    models:/tri-triangle@champion, models:/tri-triangle/3.
     """
 
     labels = None
@@ -117,7 +120,7 @@ def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: i
         if len(parts) != 2 or not all(p.strip() for p in parts):
             raise click.UsageError(f"--names {names!r}: expected two names separated by a comma, e.g. candidate,best")
         labels = (parts[0].strip(), parts[1].strip())
-    arena.print_result(arena.run(load_params(params_path), a, b, games=games, seed=seed, generation=generation, out=out,
+    arena.print_result(arena.run(params_for_players(params_path, game_name, [a, b]), a, b, games=games, seed=seed, generation=generation, out=out,
                      runtime=Runtime(), labels=labels))
 
 

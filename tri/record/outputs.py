@@ -21,7 +21,8 @@ from typing import Any
 
 from tri import layout
 from tri.arena_result import ArenaResult, load_result
-from tri.config import Params, dump_params
+from tri.config import Params
+from tri.params_yaml import dump_params
 from tri.errors import TriError
 from tri.record import report
 from tri.record.provenance import sha256

@@ -15,25 +15,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tri.config import GameParams, Params, describe_params
+from tri.config import Params
+from tri.params_yaml import describe_params
 from tri.errors import TriError
-from tri.games import entry
 from tri.record.versioning import git_run
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # tri/record/project.py -> the checkout
 PROJECT_FILES = ("dvc.yaml", ".dvcignore", ".gitignore", ".dvc/config")
-
-
-def recipe_params(game: str) -> Params:
-    """The embedded defaults with ``game.name`` set to ``game`` and its registry recipe (the
-    sections that trained it best on record) applied."""
-    e = entry(game)  # one line naming the known games if it is not one
-    base = Params()
-    update: dict = {"game": GameParams(**{**base.game.model_dump(), "name": game})}
-    for section, values in e.recipe.items():
-        model = getattr(base, section)
-        update[section] = type(model)(**{**model.model_dump(), **values})
-    return base.model_copy(update=update)
 
 
 def new_project(root: Path, params: Params, *, checkout: Path = CHECKOUT, message: str | None = None) -> Path:

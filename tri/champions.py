@@ -1,0 +1,191 @@
+"""Champions: the trained agent each game ships with, and its model card.
+
+``models/champions/GAME.pt`` is a checkpoint (weights and their own config, no optimizer state;
+loaded with ``weights_only=True`` like any other), ``GAME.json`` its model card: how it was
+trained (the project's params in full, its git tag, the tri commit, generations, wall time,
+machine), the sha256 of the checkpoint, how it plays (its search settings and budget), and each
+evaluation with the exact command that produced it. ``GAME.md`` is the same card for people,
+rendered from the JSON by :func:`render_card` (a test keeps the two equal).
+
+The player specs ``champion`` (the game being played) and ``champion:GAME`` name the champion
+wherever a player is accepted (:mod:`tri.players`): it searches with the settings and budget on
+its card, whatever the project's ``mcts`` section says, so it plays as it was measured.
+
+``TRI_CHAMPIONS=DIR`` points at another folder of champions (default: the checkout's
+``models/champions``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tri.config import MctsParams, Params, Runtime
+from tri.errors import TriError
+
+CHECKOUT_CHAMPIONS = Path(__file__).resolve().parents[1] / "models" / "champions"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Training(_Frozen):
+    """How the champion was trained: a ``tri new`` project run with ``tri loop``."""
+
+    project: str = Field(description="the command that made the project, e.g. tri new runs/connect4 --game connect4")
+    loop: str = Field(description="the command(s) that trained it, e.g. tri loop --root runs/connect4 --minutes 160")
+    tag: str = Field(description="the project's git tag of the champion's generation; dvc repro there re-creates it")
+    project_commit: str = Field(description="the project's commit at that tag")
+    tri_commit: str = Field(description="the tri commit the project was trained with")
+    generations: int = Field(ge=0, description="generations run up to the tag")
+    promoted: int = Field(ge=0, description="candidates promoted up to the tag")
+    wall_minutes: float = Field(ge=0, description="wall time of those generations (sum of their durations)")
+    machine: str = Field(description="the machine it trained on")
+
+
+class Evaluation(_Frozen):
+    """One measurement: the command, run from the checkout's root, and what it printed/wrote."""
+
+    title: str
+    command: str
+    result: dict = Field(description="the JSON the command writes with --out")
+
+
+class ChampionCard(_Frozen):
+    game: str
+    checkpoint: str = Field(description="file name of the checkpoint, beside the card")
+    sha256: str
+    model_id: str = Field(description="content hash of the weights (tri.net)")
+    generation: int = Field(ge=0)
+    simulations: int = Field(gt=0, description="search budget the champion plays with")
+    params: dict = Field(description="the project's params, in full: mcts is the champion's search")
+    training: Training
+    evaluations: list[Evaluation]
+    check: Evaluation = Field(description="a small slice of the evaluations that the tests replay")
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def mcts(self) -> MctsParams:
+        return Params(**self.params).mcts
+
+
+def champions_dir() -> Path:
+    """The folder of champions: ``TRI_CHAMPIONS``, else the checkout's ``models/champions``."""
+    folder = Runtime().champions
+    return Path(folder) if folder else CHECKOUT_CHAMPIONS
+
+
+def card_path(game: str, folder: Path | None = None) -> Path:
+    return (folder or champions_dir()) / f"{game}.json"
+
+
+def load_card(game: str, folder: Path | None = None) -> ChampionCard:
+    """The card of ``game``'s champion; :class:`TriError` (one line) if there is none or it is
+    malformed."""
+    path = card_path(game, folder)
+    if not path.is_file():
+        raise TriError(f"no champion for {game}: {path} not found (train one: tri new DIR --game {game}, "
+                       f"then tri loop --root DIR)")
+    try:
+        card = ChampionCard(**json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValidationError) as exc:
+        first = " ".join(str(exc).split())[:160]
+        raise TriError(f"champion card {path}: not a valid card ({first})") from None
+    if card.game != game:
+        raise TriError(f"champion card {path}: is for {card.game}, not {game}")
+    return card
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def champion(game: str, folder: Path | None = None) -> tuple[Path, ChampionCard]:
+    """``(checkpoint path, card)`` of ``game``'s champion, the file checked against the card's
+    sha256 (a replaced or damaged file is refused, not played)."""
+    card = load_card(game, folder)
+    path = card_path(game, folder).with_name(card.checkpoint)
+    if not path.is_file():
+        raise TriError(f"champion of {game}: {path} not found (its card is there)")
+    if sha256(path) != card.sha256:
+        raise TriError(f"champion of {game}: {path} does not match the sha256 on its card")
+    return path, card
+
+
+def available(folder: Path | None = None) -> list[str]:
+    """Games with a champion card in the folder."""
+    folder = folder or champions_dir()
+    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
+def spec_game(text: str) -> str | None:
+    """The game a spec names by itself: GAME of ``champion:GAME`` (also in ``net:`` and
+    ``mcts:...:N``), else None."""
+    for prefix in ("net:", "mcts:", ""):
+        if text.startswith(prefix + "champion:"):
+            return text[len(prefix) + len("champion:"):].split(":")[0] or None
+    return None
+
+
+def render_card(card: ChampionCard) -> str:
+    """The card as Markdown (``GAME.md``): what it is, how to use it, how it was trained and
+    measured, with every command."""
+    t = card.training
+    lines = [
+        f"# {card.game} champion",
+        "",
+        (f"`{card.checkpoint}`: generation {card.generation}, model id `{card.model_id}`, "
+         f"sha256 `{card.sha256}`. It plays with {card.simulations} simulations of search "
+         f"(`mcts` below)."),
+        "",
+        (f"Use it as the player `champion:{card.game}` (or `champion` where {card.game} is the game), e.g. "
+         f"`tri arena --game {card.game} champion greedy`."),
+        "",
+        "## Training",
+        "",
+        f"- project: `{t.project}`, trained with `{t.loop}`",
+        (f"- tag `{t.tag}` (project commit `{t.project_commit}`; `dvc repro` there re-creates it), "
+         f"tri commit `{t.tri_commit}`"),
+        f"- {t.generations} generations, {t.promoted} promoted, {t.wall_minutes:.0f} minutes of generations",
+        f"- machine: {t.machine}",
+        "",
+        "## Evaluations",
+        "",
+    ]
+    for e in card.evaluations:
+        lines += [f"### {e.title}", "", "```bash", e.command, "```", "", _summary(e.result), ""]
+    lines += ["## Check (replayed by the tests)", "", "```bash", card.check.command, "```", "",
+              _summary(card.check.result), ""]
+    if card.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in card.notes] + [""]
+    lines += ["## Params", "", "```json", json.dumps(card.params, indent=1), "```", ""]
+    return "\n".join(lines)
+
+
+def _summary(result: dict) -> str:
+    """One evaluation's figures as Markdown: an eval table (rows) or an arena/eval summary."""
+    if "rows" in result:
+        head = "| file | positions | wrong | losing | value sign accuracy |\n| --- | ---: | ---: | ---: | ---: |"
+        rows = [f"| {r['name']} | {r['positions']} | {100 * r['wrong_rate']:.1f}% | {100 * r['losing_rate']:.1f}% "
+                f"| {_pct(r.get('value_sign_accuracy'))} |" for r in result["rows"]]
+        tail = [f"\nnever loses: {'yes' if result.get('never_loses') else 'no'}"] if result.get("game") != "connect4" \
+            else []
+        return "\n".join([head, *rows, *tail])
+    keys = [k for k in result if isinstance(result[k], (int, float, str)) and k not in ("seeds",)]
+    return "\n".join(f"- {k}: {_fmt(result[k])}" for k in keys)
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _fmt(x) -> str:
+    return f"{x:.2f}" if isinstance(x, float) else str(x)

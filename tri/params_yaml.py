@@ -1,0 +1,80 @@
+"""``params.yaml`` as text: :func:`dump_params` (plain YAML, what ``tri params`` prints) and
+:func:`describe_params` (the same YAML with every setting's description beside it, what ``tri
+params --describe`` prints and ``tri new`` writes). :func:`tri.config.load_params` reads both."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import yaml
+from pydantic import BaseModel
+
+from tri.config import Params
+
+
+def dump_params(params: Params) -> str:
+    """``params`` as YAML, in the same shape :func:`load_params` reads."""
+    return yaml.safe_dump(params.model_dump(mode="json"), sort_keys=False, default_flow_style=None,
+                          width=100)
+
+
+def describe_params(params: Params) -> str:
+    """``params`` as :func:`dump_params` writes them (the same keys, values and order), with each
+    field's ``description`` as a ``#`` comment beside its value and each section headed by the
+    summary of its model's docstring: what ``tri params --describe`` prints. Still YAML that
+    :func:`load_params` reads back to ``params``."""
+    header = _comments([_summary(type(params))], "")
+    return "\n".join(header + _describe(params, params.model_dump(mode="json"), "")) + "\n"
+
+
+_WIDTH = 100  # as dump_params: a longer list is written one item per line
+_COMMENT_COLUMN = 40  # trailing comments line up, unless a value is longer than this
+
+
+def _describe(model: BaseModel, data: dict, indent: str) -> list[str]:
+    """The lines of one mapping: nested models as headed blocks, other fields as ``key: value``
+    in YAML flow style with their description as a trailing comment, aligned per mapping."""
+    fields = type(model).model_fields
+    items: list[str | tuple[str, str]] = []  # a finished line, or (text, comment) to align
+    for key, value in data.items():
+        field, attr = fields[key], getattr(model, key)
+        if isinstance(attr, BaseModel):
+            if not indent:
+                items.append("")  # a blank line between top-level sections
+            items += _comments(dict.fromkeys([field.description or "", _summary(type(attr))]), indent)
+            items.append(f"{indent}{key}:")
+            items += _describe(attr, value, indent + "  ")
+            continue
+        comment = " ".join((field.description or "").split())
+        text = f"{indent}{key}: {_flow(value)}"
+        if len(text) <= _WIDTH or not isinstance(value, list) or not value:
+            items.append((text, comment))
+        else:  # a long list: one flow item per line
+            items.append((f"{indent}{key}:", comment))
+            items += [f"{indent}  - {_flow(v)}" for v in value]
+    short = [len(i[0]) for i in items if isinstance(i, tuple) and len(i[0]) < _COMMENT_COLUMN]
+    column = max(short, default=0) + 2
+    return [i if isinstance(i, str) else (f"{i[0].ljust(column - 2)}  # {i[1]}" if i[1] else i[0])
+            for i in items]
+
+
+def _flow(value: object) -> str:
+    """``value`` as one line of YAML flow style (quoted where a plain scalar would read differently)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=2**31, allow_unicode=True)
+    return text.removesuffix("\n").removesuffix("\n...").strip()
+
+
+def _summary(model: type) -> str:
+    """The first paragraph of a model's own docstring on one line, Sphinx markup made plain."""
+    doc = textwrap.dedent(model.__dict__.get("__doc__") or "").strip().split("\n\n")[0]
+    doc = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", " ".join(doc.split()))
+    return doc.replace("``", "`")
+
+
+def _comments(texts, indent: str) -> list[str]:
+    """Each non-empty text as ``#`` comment lines, wrapped to :data:`_WIDTH` columns."""
+    prefix = f"{indent}# "
+    return [line for text in texts if text
+            for line in textwrap.wrap(text, _WIDTH, initial_indent=prefix, subsequent_indent=prefix,
+                                      break_long_words=False, break_on_hyphens=False)]
