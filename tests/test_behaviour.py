@@ -25,30 +25,34 @@ from tri.games.kinrow.rules import Connect4Config, MnkConfig
 from tri.net import initial_checkpoint, save_checkpoint
 
 NET = NetParams(channels=8, blocks=1, value_hidden=16, support_max=10, seed=3)
-TRAIN = TrainParams(batch_size=16, warmup_steps=2, samples_per_position=2.0, max_steps=12, threads=1, seed=5)
+TRAIN = TrainParams(window=4, batch_size=16, warmup_steps=2, samples_per_position=2.0, max_steps=12, threads=1,
+                    seed=5)
+# The embedded defaults these cases were recorded with, where the defaults have changed since
+# (the triangle recipe became the default): the cases stay what they were.
+OLD = {"gumbel": False, "discount": 0.99, "gumbel_c_scale": 0.1}
 
 CASES = {
     "triangle-puct": Params(
         game=GameParams(name="triangle", triangle=SMALL_BOARD), net=NET,
-        mcts=MctsParams(simulations=6, discount=0.9, leaves_per_step=2),
+        mcts=MctsParams(**{**OLD, "simulations": 6, "discount": 0.9, "leaves_per_step": 2}),
         selfplay=SelfplayParams(games=4, shards=2, concurrent=2, max_moves=10, temperature_moves=3, noise=True,
                                 seed=7),
         train=TRAIN, arena=ArenaParams(games=4, simulations=4, max_moves=12, concurrent=4, seed=11)),
     "triangle-gumbel": Params(
         game=GameParams(name="triangle", triangle=SMALL_BOARD), net=NET,
-        mcts=MctsParams(simulations=8, discount=0.9, gumbel=True, gumbel_actions=4),
+        mcts=MctsParams(**{**OLD, "simulations": 8, "discount": 0.9, "gumbel": True, "gumbel_actions": 4}),
         selfplay=SelfplayParams(games=4, shards=2, concurrent=2, max_moves=10, temperature_moves=3, noise=True,
                                 seed=7),
         train=TRAIN, arena=ArenaParams(games=4, simulations=4, max_moves=12, concurrent=4, seed=11)),
     "connect4": Params(
         game=GameParams(name="connect4", connect4=Connect4Config()), net=NET,
-        mcts=MctsParams(simulations=6, dirichlet_alpha=1.0),
+        mcts=MctsParams(**{**OLD, "simulations": 6, "dirichlet_alpha": 1.0}),
         selfplay=SelfplayParams(games=4, shards=2, concurrent=2, max_moves=42, temperature_moves=6, noise=True,
                                 seed=7),
         train=TRAIN, arena=ArenaParams(games=2, simulations=4, concurrent=4, win_rate=0.55, seed=11)),
     "tictactoe": Params(
         game=GameParams(name="tictactoe", tictactoe=MnkConfig()), net=NET,
-        mcts=MctsParams(simulations=6, dirichlet_alpha=1.0),
+        mcts=MctsParams(**{**OLD, "simulations": 6, "dirichlet_alpha": 1.0}),
         selfplay=SelfplayParams(games=4, shards=2, concurrent=2, max_moves=9, temperature_moves=4, noise=True,
                                 seed=7),
         train=TRAIN, arena=ArenaParams(games=2, simulations=4, concurrent=4, win_rate=0.55, seed=11)),

@@ -71,14 +71,14 @@ class MctsParams(BaseModel):
     """``mcts``: the search."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    simulations: int = Field(64, gt=0, le=MAX_SIMULATIONS,
+    simulations: int = Field(16, gt=0, le=MAX_SIMULATIONS,
                              description="self-play's search budget per move: tree nodes added, each "
                                          "evaluated by the network (the arena's: arena.simulations); at most "
                                          "2**31 - 2 (nodes are numbered in int32)")
     c_puct: float = Field(1.25, gt=0, description="PUCT's prior weight c in Q + c * P * sqrt(N) / (1 + n), Q "
                                                   "in [0, 1] (single-player) or [-1, 1]; higher: explore "
                                                   "wider, trust the prior more")
-    discount: float = Field(0.99, gt=0, le=1, description="single-player: per-move discount of future "
+    discount: float = Field(0.95, gt=0, le=1, description="single-player: per-move discount of future "
                                                           "rewards, in the search's Q and the value targets; "
                                                           "lower: a shorter horizon (two-player: unused)")
     dirichlet_alpha: float = Field(0.1, gt=0, description="concentration of the Dirichlet root noise (PUCT "
@@ -92,7 +92,7 @@ class MctsParams(BaseModel):
                                                                 "calls, a slightly weaker search; not with "
                                                                 "gumbel; at most 65536 (more only piles "
                                                                 "virtual visits on the same paths)")
-    gumbel: bool = Field(False, description="Gumbel sequential halving at the root instead of PUCT + noise: "
+    gumbel: bool = Field(True, description="Gumbel sequential halving at the root instead of PUCT + noise: "
                                             "the search picks the move (no temperature) and trains on its "
                                             "improved policy")
     gumbel_actions: int = Field(16, gt=0, description="gumbel: root actions considered (the top by Gumbel "
@@ -101,7 +101,7 @@ class MctsParams(BaseModel):
     gumbel_c_visit: float = Field(50.0, gt=0, description="gumbel: c_visit in sigma(q) = (c_visit + max root "
                                                           "visits) * c_scale * q; higher: the value weighs "
                                                           "more")
-    gumbel_c_scale: float = Field(0.1, gt=0, description="gumbel: c_scale in sigma(q), q normalised to [0, "
+    gumbel_c_scale: float = Field(1.0, gt=0, description="gumbel: c_scale in sigma(q), q normalised to [0, "
                                                          "1]; higher: the value outweighs the prior's logits "
                                                          "more")
 
@@ -110,10 +110,10 @@ class SelfplayParams(BaseModel):
     """``selfplay``: how many games, how they are split into shards, and how moves are chosen."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    games: int = Field(128, gt=0, description="games per self-play run: a generation's new training data")
+    games: int = Field(512, gt=0, description="games per self-play run: a generation's new training data")
     shards: int = Field(2, gt=0, description="files the games are split into, one task each; part of the "
                                              "result (each has its own random stream)")
-    concurrent: int = Field(32, gt=0, description="games in flight per shard: every network call evaluates "
+    concurrent: int = Field(128, gt=0, description="games in flight per shard: every network call evaluates "
                                                   "leaves of all of them; more: faster, more memory")
     max_moves: int = Field(500, gt=0, le=MAX_INT32, description="a game is cut after this many moves "
                                                                 "(single-player: its targets bootstrap from "
@@ -136,7 +136,7 @@ class TrainParams(BaseModel):
     """``train``: the replay window and the optimisation."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    window: int = Field(4, gt=0, description="self-play generations trained on, sampled uniformly together "
+    window: int = Field(6, gt=0, description="self-play generations trained on, sampled uniformly together "
                                              "(the newest is the new data)")
     batch_size: int = Field(256, gt=0, description="positions per gradient step, drawn uniformly with "
                                                    "replacement from the window")
@@ -152,16 +152,16 @@ class TrainParams(BaseModel):
     value_weight: float = Field(1.0, ge=0, description="loss = policy cross-entropy + value_weight * value "
                                                        "loss (cross-entropy single-player, squared error "
                                                        "two-player)")
-    samples_per_position: float = Field(4.0, gt=0, description="about how often each new position is "
+    samples_per_position: float = Field(3.0, gt=0, description="about how often each new position is "
                                                                "sampled: steps = new positions * this / "
                                                                "batch_size, at most max_steps")
-    max_steps: int = Field(2000, gt=0, description="most gradient steps per generation")
+    max_steps: int = Field(500, gt=0, description="most gradient steps per generation")
     continue_from: Literal["latest", "best"] = Field("best",
                                                      description="network training starts from: the best "
                                                                  "model, or the previous generation's "
                                                                  "candidate (latest: rejected training is "
                                                                  "kept; measured worse, see README)")
-    threads: int = Field(1, gt=0, le=1024, description="torch threads: part of the result (float summation "
+    threads: int = Field(2, gt=0, le=1024, description="torch threads: part of the result (float summation "
                                                        "order); at most 1024, more than any machine has "
                                                        "cores")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the minibatches, their symmetries and torch "

@@ -113,21 +113,23 @@ def grid_symmetries(rows: int, cols: int, square: bool) -> list[tuple[str, np.nd
 # defaults, that met each game's target on this machine.
 CONNECT4_RECIPE: dict[str, dict] = {
     "net": {"channels": 64, "blocks": 5, "value_hidden": 64},
-    "mcts": {"simulations": 96, "dirichlet_alpha": 1.0, "dirichlet_fraction": 0.25},
+    "mcts": {"simulations": 96, "dirichlet_alpha": 1.0, "dirichlet_fraction": 0.25, "gumbel": False,
+             "discount": 0.99, "gumbel_c_scale": 0.1},
     "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 42, "temperature": 1.0,
                  "temperature_moves": 8, "noise": True},
     "train": {"window": 8, "batch_size": 256, "lr": 0.002, "warmup_steps": 20, "samples_per_position": 4.0,
-              "max_steps": 600},
+              "max_steps": 600, "threads": 1},
     "arena": {"games": 32, "simulations": 96, "concurrent": 64, "max_moves": 42, "win_rate": 0.55,
               "temperature_moves": 4, "temperature": 1.0},
 }
 TICTACTOE_RECIPE: dict[str, dict] = {
     "net": {"channels": 32, "blocks": 2, "value_hidden": 32},
-    "mcts": {"simulations": 64, "dirichlet_alpha": 1.0, "dirichlet_fraction": 0.25},
+    "mcts": {"simulations": 64, "dirichlet_alpha": 1.0, "dirichlet_fraction": 0.25, "gumbel": False,
+             "discount": 0.99, "gumbel_c_scale": 0.1},
     "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 9, "temperature": 1.0,
                  "temperature_moves": 3, "noise": True},
     "train": {"window": 6, "batch_size": 128, "lr": 0.002, "warmup_steps": 10, "samples_per_position": 6.0,
-              "max_steps": 400},
+              "max_steps": 400, "threads": 1},
     "arena": {"games": 32, "simulations": 64, "concurrent": 64, "max_moves": 9, "win_rate": 0.5,
               "temperature_moves": 2, "temperature": 1.0},
 }
