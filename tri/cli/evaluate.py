@@ -1,5 +1,6 @@
 """``tri eval``: a player against perfect play (Pascal Pons' Connect Four test positions,
-minimax on every Tic-Tac-Toe position), logged to the project's MLflow store when it has one."""
+minimax on every Tic-Tac-Toe position), or a triangle-puzzle player against a baseline on
+evaluation seeds; logged to the project's MLflow store when it has one."""
 
 from __future__ import annotations
 
@@ -8,19 +9,22 @@ from pathlib import Path
 import click
 
 from tri.cli.common import PARAMS_OPTION, TriGroup
-from tri.config import Runtime, load_params
-from tri.evaluate import format_table, run_connect4, run_tictactoe
+from tri.config import MAX_SEED, Runtime, load_params
+from tri.evaluate import format_table, format_triangle, run_connect4, run_tictactoe, run_triangle
 from tri.record.runs import log_evaluation
 
 
 @click.group("eval", cls=TriGroup)
 def eval_group() -> None:
-    """Measure a player against perfect play."""
+    """Measure a player: against perfect play (connect4, tictactoe), or against a baseline on
+    seeds of its own (triangle)."""
 
 
 _SIMULATIONS_OPTION = click.option(
     "--simulations", type=click.IntRange(1), default=None,
     help="Search budget of a checkpoint path (default: arena.simulations); mcts:PATH:N sets its own.")
+_SEED_OPTION = click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+                            help="Seed of the player's random choices.")
 _OUT_OPTION = click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
                            help="Write the result as JSON.")
 
@@ -34,7 +38,7 @@ _OUT_OPTION = click.option("--out", type=click.Path(dir_okay=False, path_type=Pa
 @click.option("--limit", type=click.IntRange(1), default=None,
               help="Only the first N positions of each file.")
 @_SIMULATIONS_OPTION
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the player's random choices.")
+@_SEED_OPTION
 @_OUT_OPTION
 @PARAMS_OPTION
 def eval_connect4(player: str, files: tuple[Path, ...], testsets: Path, limit: int | None,
@@ -58,7 +62,7 @@ def eval_connect4(player: str, files: tuple[Path, ...], testsets: Path, limit: i
 @eval_group.command("tictactoe")
 @click.argument("player")
 @_SIMULATIONS_OPTION
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the player's random choices.")
+@_SEED_OPTION
 @_OUT_OPTION
 @PARAMS_OPTION
 def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | None,
@@ -75,6 +79,39 @@ def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | 
     if out is not None:
         click.echo(f"wrote {out}")
     _track(params, f"eval-tictactoe {player}", result, out)
+
+
+@eval_group.command("triangle")
+@click.argument("player")
+@click.option("--baseline", default="greedy", show_default=True,
+              help="The player PLAYER is compared with, on the same seeds (any player spec).")
+@click.option("--games", type=click.IntRange(2), default=200, show_default=True,
+              help="Paired seeds, both players playing each (at least 2, for an interval).")
+@_SIMULATIONS_OPTION
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+              help="Seed of the evaluation seeds (never self-play's or the arena's) and of the searches.")
+@_OUT_OPTION
+@PARAMS_OPTION
+def eval_triangle(player: str, baseline: str, games: int, simulations: int | None, seed: int,
+                  out: Path | None, params_path: Path | None) -> None:
+    """PLAYER's mean score in the triangle puzzle (params.yaml's game.triangle) against a baseline,
+    both playing the same --games seeds: each mean with its 95% interval, the paired difference
+    PLAYER - baseline with its interval, and per seed wins, ties and losses.
+
+    PLAYER and --baseline: a checkpoint path (with search), mcts:PATH:N, net:PATH, random, greedy,
+    champion, or a registered model (models:/tri-triangle@champion). The seeds are drawn for
+    evaluation alone, never self-play's or the arena's; the games use arena.concurrent and
+    arena.max_moves. --simulations sets PLAYER's budget; a baseline checkpoint path searches
+    with arena.simulations (mcts:PATH:N sets its own).
+    """
+
+    params = load_params(params_path)
+    result = run_triangle(params, player, baseline=baseline, games=games, seed=seed,
+                          simulations=simulations, out=out, runtime=Runtime())
+    click.echo(format_triangle(result))
+    if out is not None:
+        click.echo(f"wrote {out}")
+    _track(params, f"eval-triangle {player} vs {baseline}", result, out)
 
 
 def _track(params, name: str, result, out: Path | None) -> None:

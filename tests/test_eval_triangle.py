@@ -1,0 +1,168 @@
+"""``tri eval triangle``: the evaluation seeds (deterministic, never the arena's or self-play's),
+the paired comparison against games played directly with the one game loop, checkpoint players,
+the JSON file, the dispatch by game name, and the command's table and one-line errors. All on
+the small board of the pipeline tests, with a few seeds."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tri.arena import arena_seeds, mean_ci
+from tri.cli import main
+from tri.config import Runtime
+from tri.episodes import run_episodes
+from tri.errors import TriError
+from tri.evaluate import TriangleEval, eval_seeds, format_triangle, run, run_triangle
+from tri.evaluate.triangle import EVAL_DOMAIN
+from tri.games.kinrow.connect4 import Connect4Game
+from tri.games.triangle.game import TriangleGame
+from tri.net import initial_checkpoint, save_checkpoint
+from tri.players import GreedyAgent, RandomAgent
+from tri.selfplay import game_seeds
+
+from tests.pipeline_fixtures import PARAMS, SMALL_BOARD, TINY_NET, assert_clean_error, tri_cli, write_params
+
+CPU = Runtime(workers=1, device="cpu")
+GAMES = 6
+KEYS = {"game", "player", "simulations", "baseline", "games", "seed", "mean", "low", "high", "mean_steps",
+        "baseline_mean", "baseline_low", "baseline_high", "baseline_mean_steps", "diff_mean", "diff_low",
+        "diff_high", "wins", "ties", "losses", "seconds", "seeds", "scores", "baseline_scores", "steps"}
+
+
+def test_eval_seeds_are_deterministic_and_never_training_seeds():
+    seeds = eval_seeds(0, 500)
+    assert seeds.dtype == np.int64 and seeds.shape == (500,) and (seeds >= 0).all()
+    assert np.array_equal(seeds, eval_seeds(0, 500))
+    assert np.array_equal(eval_seeds(0, 20), seeds[:20])  # more games extend the same seeds
+    assert len(set(seeds.tolist())) == 500
+    assert not set(seeds.tolist()) & set(eval_seeds(1, 500).tolist())
+    for generation in range(4):  # the arena's and self-play's seeds of the same seed
+        assert not set(seeds.tolist()) & set(arena_seeds(0, 500, generation).tolist())
+        assert not set(seeds.tolist()) & set(game_seeds(0, generation, 500).tolist())
+
+
+def test_greedy_against_itself_ties_every_seed(tmp_path):
+    result = run_triangle(PARAMS, "greedy", games=GAMES, seed=3, runtime=CPU)
+    assert isinstance(result, TriangleEval) and result.baseline == "greedy" and result.games == GAMES
+    assert result.scores == result.baseline_scores and result.steps == result.baseline_steps
+    assert (result.diff_mean, result.diff_low, result.diff_high) == (0.0, 0.0, 0.0)
+    assert (result.wins, result.ties, result.losses) == (0, GAMES, 0)
+    assert result.mean == result.baseline_mean and result.low < result.mean < result.high
+    assert result.seeds == eval_seeds(3, GAMES).tolist()
+    text = format_triangle(result)
+    assert "per seed: player wins 0, ties 6, loses 0" in text and "greedy (baseline)" in text
+
+
+def test_random_against_greedy_is_the_games_played_directly():
+    seed = 11
+    result = run_triangle(PARAMS, "random", games=GAMES, seed=seed, runtime=CPU)
+    game = TriangleGame(SMALL_BOARD)
+    seeds = eval_seeds(seed, GAMES)
+    ap = PARAMS.arena
+    rand = run_episodes(game, [RandomAgent(game, np.random.default_rng([seed, EVAL_DOMAIN]))], seeds,
+                        concurrent=ap.concurrent, max_moves=ap.max_moves).games
+    greedy = run_episodes(game, [GreedyAgent(game)], seeds, concurrent=ap.concurrent,
+                          max_moves=ap.max_moves).games
+    a, b = np.array([g.score for g in rand]), np.array([g.score for g in greedy])
+    assert result.scores == a.tolist() and result.baseline_scores == b.tolist()
+    assert result.steps == [g.steps for g in rand] and result.baseline_steps == [g.steps for g in greedy]
+    assert (result.mean, result.low, result.high) == mean_ci(a)
+    assert (result.baseline_mean, result.baseline_low, result.baseline_high) == mean_ci(b)
+    assert (result.diff_mean, result.diff_low, result.diff_high) == mean_ci(a - b)
+    assert result.mean_steps == np.mean([g.steps for g in rand])
+    assert (result.wins, result.ties, result.losses) == (int((a > b).sum()), int((a == b).sum()),
+                                                         int((a < b).sum()))
+    assert result.wins + result.ties + result.losses == GAMES and result.losses > 0
+    again = run(PARAMS, "triangle", "random", games=GAMES, seed=seed, runtime=CPU)  # by name
+    assert again.scores == result.scores
+
+
+def test_checkpoint_players_json_and_metrics(tmp_path, one_torch_thread):
+    game = TriangleGame(SMALL_BOARD)
+    ckpt = tmp_path / "tiny.pt"
+    save_checkpoint(initial_checkpoint(game, TINY_NET), ckpt)
+    out = tmp_path / "eval" / "triangle.json"
+    result = run_triangle(PARAMS, str(ckpt), baseline=f"net:{ckpt}", games=3, simulations=2, out=out,
+                          runtime=CPU)
+    assert (result.player, result.simulations) == (str(ckpt), 2)
+    assert (result.baseline, result.baseline_simulations) == (f"net:{ckpt}", None)
+    saved = json.loads(out.read_text())
+    assert KEYS <= set(saved) and saved == json.loads(result.to_json())
+    assert saved["game"] == "triangle" and saved["simulations"] == 2 and len(saved["seeds"]) == 3
+    assert not list(out.parent.glob(".*.tmp"))  # written atomically
+    metrics = result.metrics()
+    assert metrics["diff_mean"] == result.diff_mean and metrics["ties"] == float(result.ties)
+    assert all(isinstance(v, float) for v in metrics.values())
+    again = run_triangle(PARAMS, f"mcts:{ckpt}:2", baseline="random", games=3, runtime=CPU)
+    assert again.simulations == 2 and again.scores == result.scores  # the same search, the same seeds
+
+
+def test_bad_inputs_are_user_errors(tmp_path):
+    with pytest.raises(TriError, match="at least 2"):
+        run_triangle(PARAMS, "greedy", games=1, runtime=CPU)
+    with pytest.raises(TriError, match="seed -1 is out of range"):
+        run_triangle(PARAMS, "greedy", games=2, seed=-1, runtime=CPU)
+    with pytest.raises(TriError, match="unknown player 'nobody'"):
+        run_triangle(PARAMS, "greedy", baseline="nobody", games=2, runtime=CPU)
+    with pytest.raises(TriError, match="--simulations applies"):
+        run_triangle(PARAMS, "random", games=2, simulations=3, runtime=CPU)
+    c4 = tmp_path / "c4.pt"
+    save_checkpoint(initial_checkpoint(Connect4Game(), TINY_NET), c4)
+    with pytest.raises(TriError, match="it is for the game 'connect4', not 'triangle'"):
+        run_triangle(PARAMS, f"net:{c4}", games=2, runtime=CPU)
+    with pytest.raises(TriError, match="no evaluation for the game 'chess'"):
+        run(PARAMS, "chess", "greedy")
+
+
+# ---- the command ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A folder with the small board's params.yaml, as the current directory, tracking off."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRI_TRACKING", "false")
+    monkeypatch.setenv("TRI_DEVICE", "cpu")
+    return write_params(tmp_path / "params.yaml")
+
+
+def test_eval_triangle_command_prints_the_table_and_writes_json(project, one_torch_thread):
+    result = CliRunner().invoke(main, ["eval", "triangle", "random", "--games", "4", "--seed", "5",
+                                       "--out", "r.json", "--params", str(project)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "triangle: 4 paired seeds (evaluation seed 5)"
+    assert lines[1].split() == ["player", "mean", "score", "95%", "interval", "mean", "steps"]
+    assert lines[2].startswith("random ") and lines[3].startswith("greedy (baseline) ")
+    assert lines[4].startswith("paired difference player - baseline: ")
+    assert lines[5].startswith("per seed: player wins ") and lines[6] == "wrote r.json"
+    saved = json.loads((project.parent / "r.json").read_text())
+    assert (saved["player"], saved["baseline"], saved["games"], saved["seed"]) == ("random", "greedy", 4, 5)
+    assert saved["seeds"] == eval_seeds(5, 4).tolist()
+
+
+def test_eval_triangle_command_errors_are_one_line(project):
+    c4 = project.parent / "c4.pt"
+    save_checkpoint(initial_checkpoint(Connect4Game(), TINY_NET), c4)
+    for args, code, needle in [
+        (["--games", "1"], 2, "'--games': 1 is not in the range x>=2"),
+        (["--baseline", "nobody"], 1, "unknown player 'nobody'"),
+        (["--seed", "-3"], 2, "'--seed': -3 is not in the range"),
+    ]:
+        result = CliRunner().invoke(main, ["eval", "triangle", "greedy", *args, "--params", str(project)])
+        lines = result.stderr.strip().splitlines()
+        assert result.exit_code == code and len(lines) == 1, result.output
+        assert lines[0].startswith("error: ") and needle in lines[0]
+    for player, needle in [("missing.pt", "checkpoint missing.pt: file not found"),
+                           (f"net:{c4}", "it is for the game 'connect4', not 'triangle'")]:
+        result = CliRunner().invoke(main, ["eval", "triangle", player, "--games", "2",
+                                           "--params", str(project)])
+        lines = result.stderr.strip().splitlines()
+        assert result.exit_code == 1 and len(lines) == 1 and needle in lines[0], result.output
+    # The installed command, in its own process: no traceback.
+    assert_clean_error(tri_cli("eval", "triangle", "nobody", "--params", project, cwd=project.parent), 1,
+                       "unknown player 'nobody'")

@@ -1,0 +1,175 @@
+"""``tri eval triangle``: a triangle-puzzle player against a baseline, on evaluation seeds.
+
+The puzzle has no perfect play to grade a move against (its shapes are drawn at random), so a
+player is measured by its score. PLAYER and a baseline (default ``greedy``) play the same
+``games`` seeds, **paired** as in the arena (:mod:`tri.arena`): a game's shape draws come from
+its seed alone, so both meet the same draws and the per-seed difference PLAYER - baseline
+leaves out most of the luck. Reported (:class:`TriangleEval`): each player's mean score with a
+95% interval (:func:`tri.arena.mean_ci`) and mean steps, the paired difference with its
+interval, and per seed wins, ties and losses. Both play in the one game loop
+(:func:`tri.episodes.run_episodes`) with the arena's ``concurrent`` and ``max_moves``, each on a
+generator seeded alike for both (common random numbers, as in the arena: identical players tie
+on every seed).
+
+**The seeds are disjoint by construction from training's.** :func:`eval_seeds` draws them from
+``SeedSequence([seed, 0xE7A1])``; self-play draws from ``[seed, generation, 0x5E1F]``
+(:func:`tri.selfplay.game_seeds`) and the arena, which selects the networks, from ``[seed,
+generation, 0xA2E4A]`` (:func:`tri.arena.arena_seeds`). A SeedSequence hashes its entropy as
+32-bit words, the domain's tag last (trailing zero words change nothing); the tags differ, so
+no ``seed`` and ``generation`` give an evaluation the entropy of a training stream, and a network
+is never measured on the games it learned from or was promoted on (two different streams could
+repeat a 62-bit seed only by chance: for n seeds, odds of about n^2 / 2^63).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tri import atomic
+from tri.arena import mean_ci
+from tri.config import MAX_SEED, Params, Runtime
+from tri.device import resolve_device, torch_threads
+from tri.episodes import run_episodes
+from tri.errors import TriError
+from tri.evaluate.common import make_player
+from tri.games.triangle.game import TriangleGame
+from tri.resources import arena_batch
+
+EVAL_DOMAIN = 0xE7A1  # the evaluation seeds' tag (self-play: 0x5E1F, arena: 0xA2E4A)
+TIE = 1e-9  # score differences this small are ties (as in the arena)
+METRICS = ("games", "mean", "low", "high", "mean_steps", "baseline_mean", "baseline_low", "baseline_high",
+           "baseline_mean_steps", "diff_mean", "diff_low", "diff_high", "wins", "ties", "losses")
+
+
+def eval_seeds(seed: int, games: int) -> np.ndarray:
+    """``[games]`` int64 game seeds of evaluation ``seed``: never self-play's or the arena's
+    (see the module docstring). More games extend the same seeds: the first 50 of 200 are the
+    seeds of 50."""
+    state = np.random.SeedSequence([seed, EVAL_DOMAIN]).generate_state(games, dtype=np.uint64)
+    return (state >> np.uint64(2)).astype(np.int64)
+
+
+@dataclass
+class TriangleEval:
+    """PLAYER against a baseline on ``games`` paired seeds. ``mean``, ``low``, ``high``: PLAYER's
+    mean score and its 95% interval; ``mean_steps``; the same for the baseline (``baseline_*``);
+    ``diff_*``: the paired difference PLAYER - baseline; ``wins``/``ties``/``losses``: seeds where
+    PLAYER scores more, as much (within 1e-9), less. Per seed, in the order of ``seeds [N]``:
+    ``scores [N]``, ``baseline_scores [N]``, ``steps [N]``, ``baseline_steps [N]``.
+    ``simulations``: a player's search budget (None without search)."""
+
+    game: str
+    player: str
+    simulations: int | None
+    baseline: str
+    baseline_simulations: int | None
+    games: int
+    seed: int
+    mean: float
+    low: float
+    high: float
+    mean_steps: float
+    baseline_mean: float
+    baseline_low: float
+    baseline_high: float
+    baseline_mean_steps: float
+    diff_mean: float
+    diff_low: float
+    diff_high: float
+    wins: int
+    ties: int
+    losses: int
+    seconds: float = 0.0
+    seeds: list[int] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    baseline_scores: list[float] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    baseline_steps: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def metrics(self) -> dict[str, float]:
+        """Flat ``{name: number}`` for a tracker (MLflow): the means, intervals, steps and counts."""
+        return {key: float(getattr(self, key)) for key in METRICS}
+
+
+def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200, seed: int = 0,
+                 simulations: int | None = None, out: Path | None = None,
+                 runtime: Runtime | None = None) -> TriangleEval:
+    """``player`` against ``baseline`` (each a spec, see :mod:`tri.players`, or an agent) on the
+    ``games`` seeds of :func:`eval_seeds` ``(seed, games)``, in ``params.game.triangle``'s puzzle;
+    ``simulations`` sets the search budget of ``player`` if it is a bare checkpoint path (a
+    baseline checkpoint plays ``arena.simulations``, or its own ``mcts:PATH:N``). Writes ``out``
+    (JSON) if given."""
+
+    start = time.perf_counter()
+    if games < 2:
+        raise TriError(f"triangle evaluation: {games} games give no interval; play at least 2")
+    if not 0 <= seed <= MAX_SEED:
+        raise TriError(f"triangle evaluation: seed {seed} is out of range (0 to 2**63 - 1)")
+    ap = params.arena
+    game = TriangleGame(params.game.triangle)
+    device = resolve_device((runtime or Runtime()).device)
+    batch = arena_batch(ap, game, games)
+    # The same generator seed for both players: common random numbers, as in the arena.
+    rng_seed = [seed, EVAL_DOMAIN]
+    agent, _, name, sims = make_player(player, game, params, simulations=simulations, seed=rng_seed,
+                                       device=device, batch=batch)
+    base, _, base_name, base_sims = make_player(baseline, game, params, simulations=None, seed=rng_seed,
+                                                device=device, batch=batch)
+    seeds = eval_seeds(seed, games)
+    with torch_threads():  # as in the arena: results must not depend on the machine
+        ours = run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves).games
+        theirs = run_episodes(game, [base], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves).games
+    scores = np.array([g.score for g in ours])
+    base_scores = np.array([g.score for g in theirs])
+    steps, base_steps = [g.steps for g in ours], [g.steps for g in theirs]
+    diff = scores - base_scores
+    mean, low, high = mean_ci(scores)
+    b_mean, b_low, b_high = mean_ci(base_scores)
+    d_mean, d_low, d_high = mean_ci(diff)
+    result = TriangleEval(
+        game="triangle", player=name, simulations=sims, baseline=base_name, baseline_simulations=base_sims,
+        games=games, seed=seed, mean=mean, low=low, high=high, mean_steps=float(np.mean(steps)),
+        baseline_mean=b_mean, baseline_low=b_low, baseline_high=b_high,
+        baseline_mean_steps=float(np.mean(base_steps)), diff_mean=d_mean, diff_low=d_low, diff_high=d_high,
+        wins=int((diff > TIE).sum()), ties=int((np.abs(diff) <= TIE).sum()), losses=int((diff < -TIE).sum()),
+        seeds=seeds.tolist(), scores=scores.tolist(), baseline_scores=base_scores.tolist(), steps=steps,
+        baseline_steps=base_steps)
+    result.seconds = time.perf_counter() - start
+    if out is not None:
+        atomic.write_text(out, result.to_json() + "\n")
+    return result
+
+
+def format_triangle(result: TriangleEval) -> str:
+    """A plain-text table: each player's mean score, 95% interval and mean steps; then the paired
+    difference with its interval, and the per-seed wins, ties and losses."""
+
+    def label(name: str, sims: int | None, role: str) -> str:
+        return f"{name}{f' ({sims} simulations)' if sims else ''}{role}"
+
+    rows = [(label(result.player, result.simulations, ""), result.mean, result.low, result.high,
+             result.mean_steps),
+            (label(result.baseline, result.baseline_simulations, " (baseline)"), result.baseline_mean,
+             result.baseline_low, result.baseline_high, result.baseline_mean_steps)]
+    width = max(len("player"), *(len(r[0]) for r in rows))
+    intervals = [f"[{low:.2f}, {high:.2f}]" for _, _, low, high, _ in rows]
+    iw = max(len("95% interval"), *map(len, intervals))
+    lines = [f"triangle: {result.games} paired seeds (evaluation seed {result.seed})",
+             f"{'player':<{width}}  {'mean score':>10}  {'95% interval':>{iw}}  {'mean steps':>10}"]
+    for (name, mean, _, _, steps), interval in zip(rows, intervals):
+        lines.append(f"{name:<{width}}  {mean:>10.2f}  {interval:>{iw}}  {steps:>10.1f}")
+    lines.append(f"paired difference player - baseline: {result.diff_mean:+.2f}, 95% interval "
+                 f"[{result.diff_low:+.2f}, {result.diff_high:+.2f}]")
+    lines.append(f"per seed: player wins {result.wins}, ties {result.ties}, loses {result.losses}")
+    return "\n".join(lines)
