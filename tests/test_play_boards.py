@@ -129,7 +129,7 @@ def test_play_commands_scripted(tmp_path):
     assert "Traceback" not in proc.stdout + proc.stderr and "\x1b" not in proc.stdout
     assert 'could not read "foo"' in proc.stdout and "1. you (X): column 4" in proc.stdout
     assert "stopped after" in proc.stdout
-    proc = games_cli("play", "tictactoe", "--colour", "second", stdin="", cwd=tmp_path)
+    proc = games_cli("play", "tictactoe", "--opponent", "greedy", "--colour", "second", stdin="", cwd=tmp_path)
     assert proc.returncode == 0 and "1. greedy (X): cell 5" in proc.stdout and "(end of input)" in proc.stdout
 
 
@@ -152,7 +152,7 @@ def test_a_100000_digit_move_gets_the_usual_message_and_the_game_goes_on(tmp_pat
     assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     assert "limit" not in proc.stdout and 'could not read "111111111...": type a column number 1-7' in proc.stdout
     assert "1. you (X): column 4" in proc.stdout  # leading zeros are still a number
-    proc = games_cli("play", "tictactoe", stdin=f"2 {HUGE}\n-{HUGE}\n5\nq\n", cwd=tmp_path)
+    proc = games_cli("play", "tictactoe", "--opponent", "greedy", stdin=f"2 {HUGE}\n-{HUGE}\n5\nq\n", cwd=tmp_path)
     assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     assert "limit" not in proc.stdout
     assert 'could not read "2 111111111...": type a cell number 1-9 or row and column (e.g. 2 3)' in proc.stdout

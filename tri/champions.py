@@ -171,16 +171,33 @@ def render_card(card: ChampionCard) -> str:
 
 
 def _summary(result: dict) -> str:
-    """One evaluation's figures as Markdown: an eval table (rows) or an arena/eval summary."""
-    if "rows" in result:
-        head = "| file | positions | wrong | losing | value sign accuracy |\n| --- | ---: | ---: | ---: | ---: |"
-        rows = [f"| {r['name']} | {r['positions']} | {100 * r['wrong_rate']:.1f}% | {100 * r['losing_rate']:.1f}% "
+    """One evaluation's figures as Markdown: an eval table (rows), a triangle evaluation, or an
+    arena result."""
+    if "rows" in result:  # tri eval connect4 / tictactoe
+        head = ("| file | positions | wrong | losing | value sign accuracy |\n"
+                "| --- | ---: | ---: | ---: | ---: |")
+        rows = [f"| {r['name']} | {r['positions']} | {_pct(r['wrong_rate'])} | {_pct(r['losing_rate'])} "
                 f"| {_pct(r.get('value_sign_accuracy'))} |" for r in result["rows"]]
-        tail = [f"\nnever loses: {'yes' if result.get('never_loses') else 'no'}"] if result.get("game") != "connect4" \
-            else []
+        tail = [] if result.get("game") == "connect4" else \
+            ["", f"never loses: {'yes' if result.get('never_loses') else 'no'}"]
         return "\n".join([head, *rows, *tail])
-    keys = [k for k in result if isinstance(result[k], (int, float, str)) and k not in ("seeds",)]
-    return "\n".join(f"- {k}: {_fmt(result[k])}" for k in keys)
+    if "baseline" in result:  # tri eval triangle
+        return "\n".join([
+            "| player | mean score [95% interval] | mean steps |", "| --- | ---: | ---: |",
+            f"| {result['player']} | {result['mean']:.2f} [{result['low']:.2f}, {result['high']:.2f}] "
+            f"| {result['mean_steps']:.1f} |",
+            f"| {result['baseline']} | {result['baseline_mean']:.2f} [{result['baseline_low']:.2f}, "
+            f"{result['baseline_high']:.2f}] | {result['baseline_mean_steps']:.1f} |",
+            "",
+            f"paired difference {result['diff_mean']:+.2f} [{result['diff_low']:+.2f}, {result['diff_high']:+.2f}] "
+            f"on {result['games']} seeds; seeds won / tied / lost: {result['wins']} / {result['ties']} / "
+            f"{result['losses']}"])
+    if "a" in result and "b" in result:  # tri arena (two-player: score rates)
+        a, b = result["a"], result["b"]
+        return (f"{a['name']} against {b['name']}, {result['games']} games: {result['wins']} wins, "
+                f"{result['ties']} draws, {result['losses']} losses; score rate {a['mean']:.3f} "
+                f"[{a['low']:.3f}, {a['high']:.3f}]")
+    return "\n".join(f"- {k}: {_fmt(v)}" for k, v in result.items() if isinstance(v, (int, float, str)))
 
 
 def _pct(x) -> str:

@@ -13,16 +13,17 @@ import click
 import numpy as np
 
 from tri.cli.common import CONTEXT, PARAMS_OPTION, TriGroup
-from tri.config import Runtime, load_params
+from tri.config import Runtime, params_for_game
 from tri.device import resolve_device
 from tri.games import REGISTRY, GameEntry, make_game
 from tri.players import make_agent, parse_spec
 from tri.terminal import play as play_in_terminal
 
 _OPPONENT = click.option(
-    "--opponent", default="greedy", show_default=True,
-    help="Who you play: random, greedy (wins when it can, else builds its rows and blocks yours), "
-         "a checkpoint path (.pt, searched with arena.simulations), mcts:PATH:N, net:PATH or models:/NAME@ALIAS.")
+    "--opponent", default="champion", show_default=True,
+    help="Who you play: champion (the trained agent tri ships for this game), random, greedy (wins when it "
+         "can, else builds its rows and blocks yours), a checkpoint path (.pt, searched with "
+         "arena.simulations), mcts:PATH:N, net:PATH or models:/NAME@ALIAS.")
 _COLOUR = click.option("--colour", "--color", "colour", type=click.Choice(["first", "second"]),
                        default="first", show_default=True, help="Your colour: first (X) or second (O).")
 
@@ -30,14 +31,26 @@ _COLOUR = click.option("--colour", "--color", "colour", type=click.Choice(["firs
 def _single_player(e: GameEntry) -> click.Command:
     @click.command(e.name, context_settings=CONTEXT)
     @click.option("--seed", type=int, default=None, help="Seed of the game's chance (default: random).")
+    @click.option("--watch", is_flag=True, help="Watch --player play the game instead of playing it yourself.")
+    @click.option("--player", default="champion", show_default=True,
+                  help="Who plays when you --watch: champion, greedy, random, a checkpoint path, mcts:PATH:N, "
+                       "net:PATH or models:/NAME@ALIAS.")
+    @click.option("--delay", type=click.FloatRange(0), default=0.6, show_default=True,
+                  help="Seconds between moves when you --watch in a terminal.")
     @PARAMS_OPTION
-    def command(seed: int | None, params_path: Path | None) -> None:
-        params = load_params(params_path)
-        game = make_game(params.game.model_copy(update={"name": e.name}))
+    def command(seed: int | None, watch: bool, player: str, delay: float, params_path: Path | None) -> None:
+        params = params_for_game(params_path, e.name)  # another game's project: this game's recipe
+        game = make_game(params.game)
         seed = random.SystemRandom().randrange(2**31) if seed is None else seed
-        play_in_terminal(game, sys.stdin.readline, interactive=sys.stdin.isatty(), seed=seed)
+        agent = None
+        if watch:
+            agent = make_agent(parse_spec(player, game=e.name), game, params.mcts, params.arena,
+                               np.random.default_rng(seed), resolve_device(Runtime().device))
+        play_in_terminal(game, sys.stdin.readline, interactive=sys.stdin.isatty(), seed=seed, watch=agent,
+                         delay=delay)
 
-    command.help = (f"Play {e.title}: type moves in the game's notation (? in the game shows it).\n\n"
+    command.help = (f"Play {e.title}: type moves in the game's notation (? in the game shows it), or watch "
+                    f"the shipped champion play: tri play {e.name} --watch.\n\n"
                     f"Reads moves line by line from standard input when it is not a terminal, so a game can "
                     f"be scripted: `printf '0 3 4\\n' | tri play {e.name} --seed 1`.")
     return command
@@ -51,14 +64,15 @@ def _two_player(e: GameEntry) -> click.Command:
                   help="Seed of the opponent's random choices (random player, sampled moves).")
     @PARAMS_OPTION
     def command(opponent: str, colour: str, seed: int, params_path: Path | None) -> None:
-        params = load_params(params_path)
-        game = make_game(params.game.model_copy(update={"name": e.name}))
-        agent = make_agent(parse_spec(opponent), game, params.mcts, params.arena, np.random.default_rng(seed),
-                           resolve_device(Runtime().device))
+        params = params_for_game(params_path, e.name)  # another game's project: this game's recipe
+        game = make_game(params.game)
+        agent = make_agent(parse_spec(opponent, game=e.name), game, params.mcts, params.arena,
+                           np.random.default_rng(seed), resolve_device(Runtime().device))
         play_in_terminal(game, sys.stdin.readline, interactive=sys.stdin.isatty(), agent=agent,
                          person_seat=0 if colour == "first" else 1, opponent_name=opponent)
 
-    command.help = (f"Play {e.title} against a model or a baseline: type moves in the game's notation "
+    command.help = (f"Play {e.title} against the shipped champion, a model or a baseline: type moves in the "
+                    f"game's notation "
                     f"(? in the game shows it).\n\nReads moves line by line from standard input when it "
                     f"is not a terminal, so a game can be scripted.")
     return command

@@ -45,12 +45,14 @@ def view_for(game: PlayableGame) -> type[BoardView]:
 
 def play(game: PlayableGame, read_line: Callable[[], str], *, interactive: bool, seed: int = 0,
          agent=None, person_seat: int = 0, opponent_name: str | None = None,
-         console: Console | None = None) -> PlayResult:
+         console: Console | None = None, watch=None, delay: float = 0.0) -> PlayResult:
     """One game of ``game`` in the terminal, started from ``game.initial([seed])`` (``seed``: the
     chance of a stochastic game). The person plays ``person_seat`` (0 moves first); a two-player
     game needs ``agent`` (any :class:`~tri.agents.Agent`), named ``opponent_name`` in messages
     (default: its ``name``), for the other seat. ``read_line``: like ``sys.stdin.readline``;
     ``interactive``: standard input is a terminal (colours; otherwise plain text and each line
-    read is echoed). Prints to ``console`` (default: stdout). Never exits the process."""
+    read is echoed). ``watch``: an agent that plays the person's seat (nothing is read), each move
+    ``delay`` seconds apart in a terminal. Prints to ``console`` (default: stdout). Never exits
+    the process."""
     return run(game, view_for(game), read_line, interactive=interactive, seed=seed, agent=agent,
-               person_seat=person_seat, opponent_name=opponent_name, console=console)
+               person_seat=person_seat, opponent_name=opponent_name, console=console, watch=watch, delay=delay)

@@ -8,6 +8,9 @@ input. Blank lines are skipped; ``q`` (also ``quit``, ``exit``, the end of input
 ``?`` (``h``, ``help``) shows the view's help; anything the game cannot read, or that is illegal
 now, gets the game's one-line message and the prompt again. Nothing here exits the process.
 
+Watching: given a ``watch`` agent, it plays the person's seat too (``tri play triangle
+--watch``): nothing is read, each move is shown after ``delay`` seconds in a terminal.
+
 With ``interactive=False`` (standard input is not a terminal) everything is plain text, with no
 colours or control codes, and each line read is echoed after the prompt, so a scripted game reads
 as a transcript. Callers normally use :func:`tri.terminal.play`, which picks the game's view.
@@ -15,6 +18,7 @@ as a transcript. Callers normally use :func:`tri.terminal.play`, which picks the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -54,11 +58,13 @@ class PlayResult:
 
 def run(game: PlayableGame, view: type[BoardView], read_line: Callable[[], str], *, interactive: bool,
         seed: int = 0, agent=None, person_seat: int = 0, opponent_name: str | None = None,
-        console: Console | None = None) -> PlayResult:
+        console: Console | None = None, watch=None, delay: float = 0.0) -> PlayResult:
     """One game of ``game`` drawn by ``view``, started from ``game.initial([seed])``. The person
     plays seat ``person_seat`` (0 moves first); in a two-player game ``agent`` (any
     :class:`~tri.agents.Agent`), called ``opponent_name`` (default: its ``name``), plays the
-    other seat. Prints to ``console`` (default: stdout, plain when not ``interactive``)."""
+    other seat. ``watch``: an agent that plays the person's seat instead (nothing is read), each
+    move ``delay`` seconds apart when ``interactive``. Prints to ``console`` (default: stdout,
+    plain when not ``interactive``)."""
     if game.num_players == 2 and agent is None:
         raise ValueError(f"{game.name} is a two-player game: it needs an agent to play against")
     if not 0 <= person_seat < game.num_players:
@@ -66,7 +72,8 @@ def run(game: PlayableGame, view: type[BoardView], read_line: Callable[[], str],
     console = console or default_console(interactive)
     state = game.initial(np.array([seed], dtype=np.int64))[0]
     progress = Progress(game, state, seed, person_seat, opponent_name or getattr(agent, "name", "the agent"))
-    return _Session(view(game, console, interactive), progress, read_line, agent).run()
+    return _Session(view(game, console, interactive), progress, read_line, agent, watch,
+                    delay if interactive else 0.0).run()
 
 
 def default_console(interactive: bool) -> Console:
@@ -94,8 +101,10 @@ def prompt_line(console: Console, read_line: Callable[[], str], interactive: boo
 
 
 class _Session:
-    def __init__(self, view: BoardView, progress: Progress, read_line: Callable[[], str], agent):
+    def __init__(self, view: BoardView, progress: Progress, read_line: Callable[[], str], agent, watch=None,
+                 delay: float = 0.0):
         self.view, self.p, self.read_line, self.agent = view, progress, read_line, agent
+        self.watch, self.delay = watch, delay
         self.game = view.game
 
     def run(self) -> PlayResult:
@@ -105,7 +114,15 @@ class _Session:
         quit_, last = False, None
         while not self.game.terminal(p.state[None])[0]:
             seat = self.game.to_move(p.state)
-            if seat == p.person_seat:
+            if seat == p.person_seat and self.watch is not None:
+                try:
+                    time.sleep(self.delay)
+                except KeyboardInterrupt:  # Ctrl-C stops watching, as it stops a person's game
+                    quit_ = True
+                    break
+                action = int(self.watch.act(p.state[None], np.array([len(p.moves)])).actions[0])
+                who = getattr(self.watch, "name", "the agent")
+            elif seat == p.person_seat:
                 action = self.ask()
                 if action is None:
                     quit_ = True

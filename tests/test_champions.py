@@ -1,0 +1,161 @@
+"""The shipped champions (``models/champions``) and the ``champion`` player specs.
+
+The first tests check every shipped champion against its card: the file's sha256, the rendered
+card, the params (the game's recipe, as ``tri new`` writes it), and a small slice of its
+evaluations replayed by the very command written on the card, which must give the card's
+figures. The rest use tiny champions made here (``TRI_CHAMPIONS``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.pipeline_fixtures import TINY_NET, assert_clean_error, save_model
+from tri import champions
+from tri.champions import ChampionCard, Evaluation, Training, render_card
+from tri.config import GameParams, Params, recipe_params
+from tri.errors import TriError
+from tri.games import GAMES
+from tri.net import load_checkpoint
+from tri.players import parse_spec
+from tri.record.publish import CHECKS, EVALUATIONS, run_command
+
+SHIPPED = champions.CHECKOUT_CHAMPIONS
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def test_every_game_ships_a_champion():
+    assert champions.available(SHIPPED) == sorted(GAMES)
+    assert set(EVALUATIONS) == set(CHECKS) == set(GAMES)
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_the_shipped_champion_matches_its_card(game):
+    path, card = champions.champion(game, SHIPPED)  # checks the sha256
+    assert path.stat().st_size < 10 * 2**20  # a small file, in git
+    ckpt = load_checkpoint(path)  # weights_only=True
+    assert ckpt.game == game and ckpt.model_id == card.model_id and ckpt.generation == card.generation
+    assert not ckpt.optimizer
+    assert (SHIPPED / f"{game}.md").read_text() == render_card(card)
+    # Trained with the game's recipe: `tri new DIR --game GAME` writes these very params.
+    assert Params(**card.params) == recipe_params(game)
+    assert card.training.tag == f"tri/gen-{card.generation:04d}"
+    assert [e.command for e in card.evaluations] == [c for _, c in EVALUATIONS[game]]
+    assert card.check.command == CHECKS[game][1]
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_the_check_on_the_card_replays_to_the_same_figures(game):
+    if game == "connect4" and not (SHARED / "connect4-testsets").is_dir():
+        pytest.skip("Pons' test sets (../shared) are not beside the checkout")
+    card = champions.load_card(game, SHIPPED)
+    result = run_command(card.check.command, SHIPPED)
+    assert_same(result, card.check.result)
+
+
+def assert_same(got, want, where="result"):
+    """Equal, but for timings; floats to 1e-9 (the same machine type gives the same bits)."""
+    if isinstance(want, dict):
+        assert set(got) == set(want), where
+        for key in want:
+            if key != "seconds":
+                assert_same(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same(g, w, f"{where}[{i}]")
+    elif isinstance(want, float):
+        assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12), (where, got, want)
+    else:
+        assert got == want, (where, got, want)
+
+
+# ---- tiny champions -----------------------------------------------------------------------------
+
+
+def tiny_champion(folder: Path, game: str, *, simulations: int = 3) -> ChampionCard:
+    """A fresh tiny network of ``game`` (default rules) as a champion in ``folder``."""
+    params = Params(game=GameParams(name=game), net=TINY_NET)
+    folder.mkdir(parents=True, exist_ok=True)
+    ckpt = save_model(folder / f"{game}.pt", params, generation=7)
+    training = Training(project=f"tri new p --game {game}", loop="tri loop --root p", tag="tri/gen-0007",
+                        project_commit="0" * 40, tri_commit="test", generations=7, promoted=3, wall_minutes=1.5,
+                        machine="test")
+    card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256=champions.sha256(folder / f"{game}.pt"),
+                        model_id=ckpt.model_id, generation=7, simulations=simulations,
+                        params=params.model_dump(mode="json"), training=training,
+                        evaluations=[Evaluation(title="t", command="tri arena champion greedy", result={"x": 1.5})],
+                        check=Evaluation(title="c", command="tri arena champion greedy --games 2", result={}))
+    (folder / f"{game}.json").write_text(card.model_dump_json())
+    (folder / f"{game}.md").write_text(render_card(card))
+    return card
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    folder = tmp_path / "champions"
+    for game in ("tictactoe", "triangle"):
+        tiny_champion(folder, game)
+    monkeypatch.setenv("TRI_CHAMPIONS", str(folder))
+    return folder
+
+
+def test_champion_specs(tiny):
+    spec = parse_spec("champion", game="tictactoe")
+    assert spec.kind == "mcts" and spec.path == tiny / "tictactoe.pt" and spec.simulations == 3
+    assert spec.mcts == Params(game=GameParams(name="tictactoe"), net=TINY_NET).mcts  # its card's search
+    assert parse_spec("champion:tictactoe").path == tiny / "tictactoe.pt"
+    assert parse_spec("champion:tictactoe", game="tictactoe").path == tiny / "tictactoe.pt"
+    assert parse_spec("net:champion:triangle").kind == "net"
+    sims = parse_spec("mcts:champion:tictactoe:9")
+    assert sims.path == tiny / "tictactoe.pt" and sims.simulations == 9 and sims.mcts is not None
+    assert champions.spec_game("net:champion:triangle") == "triangle"
+    assert champions.spec_game("mcts:champion:connect4:800") == "connect4"
+    assert champions.spec_game("champion") is None and champions.spec_game("greedy") is None
+
+
+def test_champion_errors_are_one_line(tiny):
+    with pytest.raises(TriError, match="which game's champion"):
+        parse_spec("champion")
+    with pytest.raises(TriError, match=r"plays triangle, but this plays tictactoe \(use --game triangle\)"):
+        parse_spec("champion:triangle", game="tictactoe")
+    with pytest.raises(TriError, match=r"no champion for connect4: .*connect4.json not found"):
+        parse_spec("champion:connect4")
+    with open(tiny / "triangle.pt", "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(TriError, match="does not match the sha256 on its card"):
+        parse_spec("champion:triangle")
+    (tiny / "tictactoe.json").write_text("{not json")
+    with pytest.raises(TriError, match="not a valid card"):
+        parse_spec("champion", game="tictactoe")
+
+
+def cli(*args, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tri.cli", *map(str, args)], cwd=cwd, input=stdin,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_champions_in_the_commands(tiny, tmp_path):
+    # tri arena: the game from champion:GAME (another game than params.yaml's plays with its recipe)
+    proc = cli("arena", "champion:tictactoe", "greedy", "--games", "2", "--out", tmp_path / "a.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "a.json").read_text())["game"] == "tictactoe"
+    proc = cli("arena", "--game", "tictactoe", "champion", "random", "--games", "2", cwd=tmp_path)
+    assert proc.returncode == 0 and "champion" in proc.stdout, proc.stderr
+    # tri play: the champion is the default opponent
+    proc = cli("play", "tictactoe", stdin="5\nq\n", cwd=tmp_path)
+    assert proc.returncode == 0 and "2. champion (O):" in proc.stdout, proc.stdout + proc.stderr
+    # tri play triangle --watch: the champion plays a seed while you watch (no input read)
+    proc = cli("play", "triangle", "--watch", "--seed", "3", cwd=tmp_path)
+    assert proc.returncode == 0 and "game over: score" in proc.stdout, proc.stdout + proc.stderr
+    assert "(end of input)" not in proc.stdout
+    proc = cli("champions", cwd=tmp_path)
+    assert proc.returncode == 0 and "tictactoe  generation 7, 3 simulations" in proc.stdout, proc.stdout
+    assert_clean_error(cli("arena", "champion:connect4", "greedy", cwd=tmp_path), 1, "no champion for connect4")
+    assert_clean_error(cli("play", "triangle", "--watch", "--player", "champion:tictactoe", cwd=tmp_path), 1,
+                       "plays tictactoe, but this plays triangle")

@@ -1,0 +1,58 @@
+"""``tri champions``: the trained agents tri ships (``models/champions``), and ``tri champions
+publish``, which makes a project's best network its game's champion with a model card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tri import champions
+from tri.cli.common import CONTEXT, TriGroup
+from tri.games import GAMES
+
+
+@click.group("champions", cls=TriGroup, context_settings=CONTEXT, invoke_without_command=True)
+@click.pass_context
+def champions_group(ctx: click.Context) -> None:
+    """The shipped champions: one trained agent per game, each with a model card (GAME.md).
+
+    Play one with `tri play GAME`, compare with `tri arena champion:GAME greedy`; its card says how
+    it was trained and measured, with every command."""
+    if ctx.invoked_subcommand is not None:
+        return
+    folder = champions.champions_dir()
+    names = champions.available(folder)
+    if not names:
+        click.echo(f"no champions in {folder}")
+        return
+    click.echo(f"champions in {folder}:")
+    for game in names:
+        card = champions.load_card(game, folder)
+        t = card.training
+        click.echo(f"  {game:<10} generation {card.generation}, {card.simulations} simulations, "
+                   f"{t.wall_minutes:.0f} minutes of training ({t.tag}); card: {folder / (game + '.md')}")
+
+
+@champions_group.command("publish")
+@click.argument("game", type=click.Choice(GAMES))
+@click.option("--project", type=click.Path(file_okay=False, exists=True, path_type=Path), required=True,
+              help="The tri new project that trained it (git + DVC, trained with tri loop).")
+@click.option("--loop", "loop_command", required=True,
+              help="The tri loop command(s) that trained it, for the card.")
+@click.option("--tri-commit", required=True, help="The tri commit(s) it was trained with, for the card.")
+@click.option("--generation", type=click.IntRange(1), default=None,
+              help="A promoted generation (default: the last promoted).")
+@click.option("--simulations", type=click.IntRange(1), default=None,
+              help="Its search budget (default: the project's arena.simulations).")
+@click.option("--note", "notes", multiple=True, help="A line for the card's notes (repeatable).")
+def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, generation: int | None,
+                simulations: int | None, notes: tuple[str, ...]) -> None:
+    """Make PROJECT's best network the champion of GAME: the checkpoint, and a model card whose
+    figures come from the evaluation commands written on it (run here, from this checkout)."""
+    from tri.record.publish import publish  # imports torch and MLflow: only for this command
+
+    card = publish(game, project, loop=loop_command, tri_commit=tri_commit, generation=generation,
+                   simulations=simulations, notes=notes, echo=click.echo)
+    folder = champions.champions_dir()
+    click.echo(f"published {folder / card.checkpoint} (generation {card.generation}); card {folder / (game + '.md')}")

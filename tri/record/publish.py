@@ -1,0 +1,191 @@
+"""``tri champions publish GAME --project DIR``: make a project's best network the shipped champion
+of its game, with a model card whose every figure comes from a command written on it.
+
+The project must be one ``tri new`` made and ``tri loop`` trained (git + DVC, a tag per
+generation). Publishing:
+
+1. takes the checkpoint of the generation that was promoted last (or ``--generation``), checks
+   its content hash against the project's promotion log, and writes it without its optimizer
+   state (a smaller file that loads the same network);
+2. reads the training record: the tag ``tri/gen-NNNN`` and its commit, generations and
+   promotions up to it, and the wall time of those generations (their ``generation_seconds`` in
+   the project's MLflow store);
+3. runs each evaluation command of the game (:data:`EVALUATIONS`, and the small :data:`CHECKS`
+   slice the tests replay) as a separate ``tri`` process from the checkout's root, with
+   ``TRI_CHAMPIONS`` pointing at the staged champion, and keeps the JSON each writes;
+4. writes ``GAME.pt``, ``GAME.json`` and ``GAME.md`` (:func:`tri.champions.render_card`), each
+   under a temporary name, renamed into place only when everything succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tri import atomic, layout
+from tri.champions import ChampionCard, Evaluation, Training, card_path, champions_dir, render_card, sha256
+from tri.config import project_params
+from tri.errors import TriError
+from tri.net import load_checkpoint, save_checkpoint
+from tri.record import mlstore
+from tri.record.versioning import git_run
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+# Per game: (title, command) run from the checkout's root; "--out FILE" is added when run.
+EVALUATIONS: dict[str, list[tuple[str, str]]] = {
+    "triangle": [
+        ("200 seeds training never used, paired against greedy", "tri eval triangle champion --games 200"),
+    ],
+    "connect4": [
+        ("Pascal Pons' test sets, with the champion's search", "tri eval connect4 champion"),
+        ("Pascal Pons' test sets, the network alone", "tri eval connect4 net:champion:connect4"),
+        ("against greedy, both colours", "tri arena champion:connect4 greedy --games 50"),
+    ],
+    "tictactoe": [
+        ("every reachable position against minimax, with the champion's search", "tri eval tictactoe champion"),
+        ("every reachable position, the network alone", "tri eval tictactoe net:champion:tictactoe"),
+        ("against greedy, both colours", "tri arena champion:tictactoe greedy --games 50"),
+    ],
+}
+CHECKS: dict[str, tuple[str, str]] = {
+    "triangle": ("4 seeds of the evaluation", "tri eval triangle champion --games 4"),
+    "connect4": ("the first 10 positions of each Pons test set", "tri eval connect4 champion --limit 10"),
+    "tictactoe": ("4 games against greedy", "tri arena champion:tictactoe greedy --games 2"),
+}
+
+
+def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation: int | None = None,
+            simulations: int | None = None, folder: Path | None = None, notes: tuple[str, ...] = (),
+            echo=print) -> ChampionCard:
+    """Publish the champion of ``game`` from ``project`` into ``folder`` (default: the champions
+    folder); returns its card. ``loop``: the ``tri loop`` command(s) that trained it;
+    ``tri_commit``: the tri commit(s) it was trained with; ``simulations``: its search budget
+    (default: the project's ``arena.simulations``). Raises :class:`TriError` (one line)."""
+    project, folder = Path(project).resolve(), Path(folder or champions_dir())
+    if game not in EVALUATIONS:
+        raise TriError(f"tri champions publish: no evaluations defined for {game}")
+    params = project_params(project)
+    if params.game.name != game:
+        raise TriError(f"{project}: trains {params.game.name}, not {game}")
+    generation, entry = _promotion(project, generation)
+    source = layout.candidate_path(project, generation)
+    ckpt = load_checkpoint(source if source.is_file() else layout.best_path(project))
+    if ckpt.model_id != entry["model_id"]:
+        raise TriError(f"{source}: model {ckpt.model_id}, but the promotion log says {entry['model_id']}")
+    training = _training(project, generation, loop, tri_commit)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".staging-") as staging:
+        staging = Path(staging)
+        ckpt.optimizer = {}
+        save_checkpoint(ckpt, staging / f"{game}.pt")
+        card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256=sha256(staging / f"{game}.pt"),
+                            model_id=ckpt.model_id, generation=generation,
+                            simulations=simulations or params.arena.simulations,
+                            params=params.model_dump(mode="json"), training=training, evaluations=[],
+                            check=Evaluation(title="pending", command="", result={}), notes=list(notes))
+        _write_card(staging, card)  # the commands below need it to find the champion
+        evaluations = []
+        for title, command in EVALUATIONS[game]:
+            echo(f"running: {command}")
+            evaluations.append(Evaluation(title=title, command=command, result=run_command(command, staging)))
+        title, command = CHECKS[game]
+        check = Evaluation(title=title, command=command, result=run_command(command, staging))
+        card = card.model_copy(update={"evaluations": evaluations, "check": check})
+        _write_card(staging, card)
+        for name in (f"{game}.pt", f"{game}.json", f"{game}.md"):
+            os.replace(staging / name, folder / name)
+    return card
+
+
+def run_command(command: str, champions: Path | None = None, cwd: Path = CHECKOUT) -> dict:
+    """Run the ``tri`` command line ``command`` with ``--out`` a temporary file, from ``cwd``,
+    tracking off and ``TRI_CHAMPIONS=champions`` if given; returns the JSON it wrote."""
+    args = shlex.split(command)
+    if not args or args[0] != "tri":
+        raise TriError(f"not a tri command: {command!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        env = {**os.environ, "TRI_TRACKING": "false"}
+        if champions is not None:
+            env["TRI_CHAMPIONS"] = str(champions)
+        proc = subprocess.run([sys.executable, "-m", "tri.cli", *args[1:], "--out", str(out)], cwd=cwd, env=env,
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0 or not out.is_file():
+            last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
+            raise TriError(f"{command}: failed ({last})")
+        return json.loads(out.read_text())
+
+
+def _write_card(folder: Path, card: ChampionCard) -> None:
+    atomic.write_text(card_path(card.game, folder), card.model_dump_json(indent=1) + "\n")
+    atomic.write_text(card_path(card.game, folder).with_suffix(".md"), render_card(card))
+
+
+def _promotion(project: Path, generation: int | None) -> tuple[int, dict]:
+    """The generation to publish (the last promoted, or the one asked for, which must have been
+    promoted) and its promotion-log entry."""
+    path = layout.promotions_log(project)
+    try:
+        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TriError(f"{path}: cannot be read ({exc})") from None
+    promoted = {int(e["generation"]): e for e in entries if e.get("promoted")}
+    if not promoted:
+        raise TriError(f"{project}: no generation was promoted yet")
+    generation = max(promoted) if generation is None else generation
+    if generation not in promoted:
+        raise TriError(f"{project}: generation {generation} was not promoted")
+    return generation, promoted[generation]
+
+
+def _training(project: Path, generation: int, loop: str, tri_commit: str) -> Training:
+    tag = f"tri/gen-{generation:04d}"
+    commit = git_run(project, "rev-parse", f"{tag}^{{commit}}", check=False)
+    if commit.returncode != 0:
+        raise TriError(f"{project}: no git tag {tag} (publish a generation tri loop committed)")
+    log = [json.loads(line) for line in layout.promotions_log(project).read_text().splitlines() if line.strip()]
+    upto = [e for e in log if int(e["generation"]) <= generation]
+    return Training(project=f"tri new {project.name} --game {project_params(project).game.name}", loop=loop,
+                    tag=tag, project_commit=commit.stdout.strip(), tri_commit=tri_commit,
+                    generations=len({int(e["generation"]) for e in upto}),
+                    promoted=sum(bool(e.get("promoted")) for e in upto),
+                    wall_minutes=_generation_seconds(project, generation) / 60, machine=machine())
+
+
+def _generation_seconds(project: Path, generation: int) -> float:
+    """Sum of ``generation_seconds`` over the project's recorded generations up to ``generation``
+    (each generation once: its last complete run)."""
+    client, s = mlstore.open_store(project, None, create=False)
+    if client is None:
+        raise TriError(f"{project}: no MLflow store to read the generations' wall time from")
+    exp = client.get_experiment_by_name(mlstore.experiment_name(project_params(project).game.name))
+    if exp is None:
+        raise TriError(f"{project}: its MLflow store has no generations")
+    runs = client.search_runs([exp.experiment_id], "tags.`tri.kind` = 'generation' and tags.`tri.logged` = 'true'",
+                              max_results=50_000)
+    seconds: dict[int, float] = {}
+    for run in sorted(runs, key=lambda r: r.info.start_time):
+        g = int(run.data.tags.get("tri.generation", -1))
+        if 0 < g <= generation and "generation_seconds" in run.data.metrics:
+            seconds[g] = run.data.metrics["generation_seconds"]
+    return sum(seconds.values())
+
+
+def machine() -> str:
+    """This machine in a few words: cores, memory, CPU or GPU."""
+    import torch  # only to say whether a GPU trained it; importing it is slow
+
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        memory = float("nan")
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    return (f"{os.cpu_count()} cores ({platform.machine()}), {memory:.0f} GiB, {gpu}, "
+            f"{platform.system()}, Python {platform.python_version()}, torch {torch.__version__}")
