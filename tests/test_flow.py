@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tri import layout
-from tri.config import dump_params
+from tri.params_yaml import dump_params
 from tri.errors import TriError
 from tri.net import load_checkpoint
 from tri.record import mlstore, registry, versioning
@@ -272,6 +272,22 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     assert client.get_experiment_by_name("tri-tictactoe") is not None
     assert str(client.get_model_version_by_alias("tri-tictactoe", "champion").version) == "1"
+    # Its best network published as a champion: the card from the project's record and the
+    # commands written on it (run against the staged champion).
+    from tri.champions import champion, render_card
+    from tri.record.publish import EVALUATIONS, publish
+
+    folder = tmp_path / "champions"
+    card = publish("tictactoe", root, loop="tri loop --generations 1", tri_commit="test", folder=folder,
+                   echo=lambda line: None)
+    assert card.generation == 1 and card.training.tag == "tri/gen-0001" and card.training.generations == 1
+    assert card.training.project_commit == git(root, "rev-parse", "tri/gen-0001").strip()
+    assert card.training.promoted == 1 and card.training.wall_minutes > 0
+    assert champion("tictactoe", folder)[1] == card and (folder / "tictactoe.md").read_text() == render_card(card)
+    assert [e.command for e in card.evaluations] == [c for _, c in EVALUATIONS["tictactoe"]]
+    assert [e.result["game"] for e in card.evaluations] == ["tictactoe"] * 3
+    assert card.evaluations[0].result["simulations"] == params.arena.simulations
+    assert sorted(p.name for p in folder.iterdir()) == ["tictactoe.json", "tictactoe.md", "tictactoe.pt"]
 
 
 def _processes_of(root: Path) -> list[int]:

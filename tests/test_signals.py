@@ -29,7 +29,7 @@ import psutil
 import pytest
 
 from tri import layout
-from tri.config import dump_params
+from tri.params_yaml import dump_params
 from tri.record import mlstore, versioning
 from tri.net import load_checkpoint
 
