@@ -17,6 +17,7 @@ import pytest
 
 from tests.pipeline_fixtures import TINY_NET, assert_clean_error, save_model
 from tri import champions
+from tri.atomic import sha256
 from tri.champions import ChampionCard, Evaluation, Training, render_card
 from tri.config import GameParams, Params, recipe_params
 from tri.errors import TriError
@@ -86,7 +87,7 @@ def tiny_champion(folder: Path, game: str, *, simulations: int = 3) -> ChampionC
     training = Training(project=f"tri new p --game {game}", loop="tri loop --root p", tag="tri/gen-0007",
                         project_commit="0" * 40, tri_commit="test", generations=7, promoted=3, wall_minutes=1.5,
                         machine="test")
-    card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256=champions.sha256(folder / f"{game}.pt"),
+    card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256=sha256(folder / f"{game}.pt"),
                         model_id=ckpt.model_id, generation=7, simulations=simulations,
                         params=params.model_dump(mode="json"), training=training,
                         evaluations=[Evaluation(title="t", command="tri arena champion greedy", result={"x": 1.5})],

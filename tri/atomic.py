@@ -1,10 +1,12 @@
 """Crash-safe files: everything tri writes goes to a temporary file in the destination's folder
 and is renamed over the destination when complete, so a crash mid-write leaves the last good
 file (and at worst a hidden ``.NAME.*.tmp`` file, never a partial ``NAME``); and lock files that
-a crashed holder never leaves held (:func:`exclusive`)."""
+a crashed holder never leaves held (:func:`exclusive`); and :func:`sha256`, a file's content hash.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -77,3 +79,12 @@ def exclusive(path: str | Path, busy: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def sha256(path: str | Path) -> str:
+    """The sha256 of a file, read in blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -17,12 +17,12 @@ its card, whatever the project's ``mcts`` section says, so it plays as it was me
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tri.atomic import sha256
 from tri.config import MctsParams, Params, Runtime
 from tri.errors import TriError
 
@@ -98,14 +98,6 @@ def load_card(game: str, folder: Path | None = None) -> ChampionCard:
     if card.game != game:
         raise TriError(f"champion card {path}: is for {card.game}, not {game}")
     return card
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def champion(game: str, folder: Path | None = None) -> tuple[Path, ChampionCard]:

@@ -25,7 +25,7 @@ from tri.config import Params
 from tri.params_yaml import dump_params
 from tri.errors import TriError
 from tri.record import report
-from tri.record.provenance import sha256
+from tri.atomic import sha256
 from tri.record.registry import CHECKPOINT_DIR, CHECKPOINT_FILE
 
 ROLES = ("candidate", "best")  # the arena's players a and b, as the flow names them

@@ -21,15 +21,6 @@ def project_id(root: Path) -> str:
     return hashlib.sha256(str(root).encode()).hexdigest()[:16]
 
 
-def sha256(path: Path) -> str:
-    """The sha256 of a file, read in blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def git_tags(root: Path) -> dict[str, str]:
     """The project's git commit (and whether tracked files differ from it); nothing if git or the
     repository is missing."""

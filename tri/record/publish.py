@@ -29,7 +29,8 @@ import tempfile
 from pathlib import Path
 
 from tri import atomic, layout
-from tri.champions import ChampionCard, Evaluation, Training, card_path, champions_dir, render_card, sha256
+from tri.atomic import sha256
+from tri.champions import ChampionCard, Evaluation, Training, card_path, champions_dir, render_card
 from tri.config import project_params
 from tri.errors import TriError
 from tri.net import load_checkpoint, save_checkpoint

@@ -24,7 +24,7 @@ from pathlib import Path
 from tri.config import Runtime
 from tri.errors import TriError
 from tri.record import mlstore
-from tri.record.provenance import sha256
+from tri.atomic import sha256
 
 CHAMPION = "champion"
 CHECKPOINT_DIR = "checkpoint"
