@@ -57,8 +57,8 @@ class Evaluation(_Frozen):
 
 class ChampionCard(_Frozen):
     game: str
-    checkpoint: str = Field(description="file name of the checkpoint, beside the card")
-    sha256: str
+    checkpoint: str = Field(pattern=r"^[\w.-]+\.pt$", description="file name of the checkpoint, beside the card")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     model_id: str = Field(description="content hash of the weights (tri.net)")
     generation: int = Field(ge=0)
     simulations: int = Field(gt=0, description="search budget the champion plays with")

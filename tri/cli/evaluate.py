@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from tri.cli.common import PARAMS_OPTION, TriGroup
-from tri.config import MAX_SEED, Runtime, load_params
+from tri.config import MAX_SEED, Runtime, params_for_game
 from tri.evaluate import format_table, format_triangle, run_connect4, run_tictactoe, run_triangle
 from tri.record.runs import log_evaluation
 
@@ -50,7 +50,7 @@ def eval_connect4(player: str, files: tuple[Path, ...], testsets: Path, limit: i
     A move is wrong when it loses a won or drawn position or draws a won one.
     """
 
-    params = load_params(params_path)
+    params = params_for_game(params_path, "connect4")  # another game's project: its recipe
     result = run_connect4(params, player, files, testsets=testsets, limit=limit,
                           simulations=simulations, seed=seed, out=out, runtime=Runtime())
     click.echo(format_table(result))
@@ -73,7 +73,7 @@ def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | 
     PLAYER: a checkpoint path (with search), mcts:PATH:N, net:PATH, random or greedy.
     """
 
-    params = load_params(params_path)
+    params = params_for_game(params_path, "tictactoe")  # another game's project: its recipe
     result = run_tictactoe(params, player, simulations=simulations, seed=seed, out=out, runtime=Runtime())
     click.echo(format_table(result))
     if out is not None:
@@ -105,7 +105,7 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
     with arena.simulations (mcts:PATH:N sets its own).
     """
 
-    params = load_params(params_path)
+    params = params_for_game(params_path, "triangle")  # another game's project: its recipe
     result = run_triangle(params, player, baseline=baseline, games=games, seed=seed,
                           simulations=simulations, out=out, runtime=Runtime())
     click.echo(format_triangle(result))

@@ -54,7 +54,8 @@ def make_player(player, game, params: Params, *, simulations: int | None, seed: 
     :mod:`tri.players`) or an agent object (anything with ``act`` and ``name``, e.g. a test
     oracle). ``simulations`` sets the search budget of a bare checkpoint path. ``seed`` (an int
     or a list of ints, as :func:`numpy.random.default_rng` takes) seeds the player's generator;
-    ``batch``: the positions or games it is asked about at once (for the search's memory check)."""
+    ``batch``: the positions or games it is asked about at once (for the search's memory check).
+    Moves are never sampled: the arena's ``temperature_moves`` is ignored."""
 
     if not isinstance(player, str):
         return player, getattr(player, "evaluate", None), getattr(player, "name", type(player).__name__), None
@@ -63,11 +64,15 @@ def make_player(player, game, params: Params, *, simulations: int | None, seed: 
         if spec.kind != "mcts":
             raise TriError(f"--simulations applies to a checkpoint played with search "
                            f"(PATH or mcts:PATH:N), not to {player!r}")
-        if spec.simulations is not None and spec.simulations != simulations:
+        champion = player == "champion" or player.startswith("champion:")  # its card's budget, overridable
+        if spec.simulations is not None and spec.simulations != simulations and not champion:
             raise TriError(f"player {player!r} already sets {spec.simulations} simulations; "
                            f"--simulations {simulations} disagrees")
         spec = replace(spec, simulations=simulations)
     rng = np.random.default_rng(seed)
-    agent = make_agent(spec, game, params.mcts, params.arena, rng, device, batch=batch)
+    # The player's own move in every position: never sampled (the arena's opening temperature
+    # varies games between two players; it is not part of a player's strength).
+    arena = params.arena.model_copy(update={"temperature_moves": 0})
+    agent = make_agent(spec, game, params.mcts, arena, rng, device, batch=batch)
     sims = (spec.simulations or params.arena.simulations) if spec.kind == "mcts" else None
     return agent, getattr(agent, "evaluate", None), player, sims
