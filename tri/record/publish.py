@@ -75,7 +75,7 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     params = project_params(project)
     if params.game.name != game:
         raise TriError(f"{project}: trains {params.game.name}, not {game}")
-    generation, entry = _promotion(project, generation)
+    generation, entry = _promotion(project, generation, tagged=_tags(project))
     source = layout.candidate_path(project, generation)
     ckpt = load_checkpoint(source if source.is_file() else layout.best_path(project))
     if ckpt.model_id != entry["model_id"]:
@@ -129,20 +129,30 @@ def _write_card(folder: Path, card: ChampionCard) -> None:
     atomic.write_text(card_path(card.game, folder).with_suffix(".md"), render_card(card))
 
 
-def _promotion(project: Path, generation: int | None) -> tuple[int, dict]:
-    """The generation to publish (the last promoted, or the one asked for, which must have been
-    promoted) and its promotion-log entry."""
+def _tags(project: Path) -> set[int]:
+    """Generations with a ``tri/gen-NNNN`` tag: committed by ``tri loop``."""
+    tags = git_run(project, "tag", "--list", "tri/gen-*", check=False).stdout.split()
+    return {int(t.removeprefix("tri/gen-")) for t in tags if t.removeprefix("tri/gen-").isdigit()}
+
+
+def _promotion(project: Path, generation: int | None, tagged: set[int]) -> tuple[int, dict]:
+    """The generation to publish (the last promoted one the loop has tagged, or the one asked
+    for, which must have been promoted and tagged) and its promotion-log entry."""
     path = layout.promotions_log(project)
     try:
         entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except (OSError, json.JSONDecodeError) as exc:
         raise TriError(f"{path}: cannot be read ({exc})") from None
     promoted = {int(e["generation"]): e for e in entries if e.get("promoted")}
-    if not promoted:
-        raise TriError(f"{project}: no generation was promoted yet")
-    generation = max(promoted) if generation is None else generation
+    if generation is None:
+        ready = sorted(set(promoted) & tagged)
+        if not ready:
+            raise TriError(f"{project}: no promoted generation has a tri/gen-NNNN tag yet (run tri loop)")
+        generation = ready[-1]
     if generation not in promoted:
         raise TriError(f"{project}: generation {generation} was not promoted")
+    if generation not in tagged:
+        raise TriError(f"{project}: no git tag tri/gen-{generation:04d} (publish a generation tri loop committed)")
     return generation, promoted[generation]
 
 
