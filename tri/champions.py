@@ -168,7 +168,8 @@ def _summary(result: dict) -> str:
     if "rows" in result:  # tri eval connect4 / tictactoe
         head = ("| file | positions | wrong | losing | value sign accuracy |\n"
                 "| --- | ---: | ---: | ---: | ---: |")
-        rows = [f"| {r['name']} | {r['positions']} | {_pct(r['wrong_rate'])} | {_pct(r['losing_rate'])} "
+        rows = [f"| {r['name']} | {r['positions']} | {r['wrong']} ({_pct(r['wrong_rate'])}) "
+                f"| {r['losing']} ({_pct(r['losing_rate'])}) "
                 f"| {_pct(r.get('value_sign_accuracy'))} |" for r in result["rows"]]
         tail = [] if result.get("game") == "connect4" else \
             ["", f"never loses: {'yes' if result.get('never_loses') else 'no'}"]
