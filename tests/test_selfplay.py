@@ -31,7 +31,7 @@ from tri.shards import check_shard, read_games, read_positions
 SMALL_BOARD = TriangleConfig(rows=5, cols=9, playable=[(1, 8), (0, 9), (0, 9), (0, 9), (1, 8)])
 PARAMS = Params(game=GameParams(triangle=SMALL_BOARD),
                 net=NetParams(channels=8, blocks=1, value_hidden=16),
-                mcts=MctsParams(simulations=4, discount=0.9),
+                mcts=MctsParams(simulations=4, discount=0.9, gumbel=False),  # PUCT: visit-count policies
                 selfplay=SelfplayParams(games=6, shards=2, concurrent=2, max_moves=6, temperature_moves=4,
                                          td_steps=3))
 GENERATION = 2

@@ -19,6 +19,11 @@ from tri.games.base import sample_legal
 from tri.search import SearchResult, search
 
 
+def puct(**kw) -> MctsParams:
+    """Search params for PUCT, the reference search's algorithm (the defaults are Gumbel's)."""
+    return MctsParams(**{"gumbel": False, **kw})
+
+
 def random_positions(game, count: int, rng: np.random.Generator, max_moves: int) -> np.ndarray:
     """Non-terminal states reached by uniformly random play (0..max_moves moves)."""
     out = []
@@ -72,7 +77,7 @@ def check_against_reference(game, evaluate, roots, params: MctsParams, seed: int
 def test_triangle_matches_reference(game, c_puct, discount):
     roots = random_positions(game, 5, np.random.default_rng(11), max_moves=30)
     evaluate = hash_evaluator(game, (0.0, 3.0))
-    params = MctsParams(simulations=40, c_puct=c_puct, discount=discount, leaves_per_step=1)
+    params = puct(simulations=40, c_puct=c_puct, discount=discount, leaves_per_step=1)
     result = check_against_reference(game, evaluate, roots, params, seed=3)
     # Some tree is deeper than one level (selection below the root was exercised too).
     assert (result.tree.parent[:, 1:] > 0).any()
@@ -86,7 +91,7 @@ def test_triangle_matches_reference_with_refills_everywhere(game):
     roots = roots[(slots != 0).sum(axis=1) == 1][:4]
     assert roots.shape[0] >= 2
     evaluate = hash_evaluator(game, (0.0, 2.0))
-    params = MctsParams(simulations=32, c_puct=1.0, discount=0.95)
+    params = puct(simulations=32, c_puct=1.0, discount=0.95)
     result = check_against_reference(game, evaluate, roots, params, seed=8)
     # Every root child holds three fresh shapes.
     for b in range(roots.shape[0]):
@@ -99,7 +104,7 @@ def test_tictactoe_matches_reference(simulations, c_puct):
     game = TicTacToe()
     roots = random_positions(game, 6, np.random.default_rng(simulations), max_moves=5)
     evaluate = hash_evaluator(game, (-1.0, 1.0))
-    params = MctsParams(simulations=simulations, c_puct=c_puct)
+    params = puct(simulations=simulations, c_puct=c_puct)
     result = check_against_reference(game, evaluate, roots, params, seed=1)
     if simulations >= 200:  # deep enough to revisit terminal nodes (wins and draws)
         assert result.tree.terminal.any()
@@ -113,7 +118,7 @@ def test_tictactoe_one_move_win_is_found():
     game = TicTacToe()
     # Side to move holds cells 0 and 1; the opponent holds 3 and 4 (and threatens 5).
     root = np.array([[0b000000011, 0b000011000, 0]], np.uint64)
-    result = search(game, hash_evaluator(game, (-1.0, 1.0)), root, MctsParams(simulations=200),
+    result = search(game, hash_evaluator(game, (-1.0, 1.0)), root, puct(simulations=200),
                     np.random.default_rng(0), noise=False)
     assert int(np.argmax(result.visits[0])) == 2
     assert result.value[0] > 0.5
@@ -126,7 +131,7 @@ def test_batch_does_not_couple_trees():
     roots = random_positions(game, 5, np.random.default_rng(2), max_moves=4)
     calls: list[int] = []
     evaluate = hash_evaluator(game, (-1.0, 1.0), calls=calls)
-    params = MctsParams(simulations=50)
+    params = puct(simulations=50)
     together = search(game, evaluate, roots, params, np.random.default_rng(0), noise=False)
     assert len(calls) <= params.simulations + 1 and max(calls) <= roots.shape[0]
     assert calls[0] == roots.shape[0]  # the roots, in one call
@@ -143,7 +148,7 @@ def test_invariants_with_several_leaves_per_step(game, two_player):
     most ``simulations + 1`` nodes, and the policy is the root's normalised visits."""
     g = TicTacToe() if two_player else game
     roots = random_positions(g, 4, np.random.default_rng(4), max_moves=3 if two_player else 20)
-    params = MctsParams(simulations=48, leaves_per_step=4)
+    params = puct(simulations=48, leaves_per_step=4)
     r = search(g, hash_evaluator(g, (-1.0, 1.0) if two_player else (0.0, 3.0)), roots, params,
                np.random.default_rng(0), noise=True)
     t = r.tree
