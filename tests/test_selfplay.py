@@ -299,7 +299,8 @@ def test_search_bytes_matches_a_measured_search(gumbel, leaves):
 
     mcts = MctsParams(simulations=3000, gumbel=gumbel, gumbel_actions=4, leaves_per_step=leaves)
     roots = game.initial(np.arange(6))
-    search(game, uniform, roots[:1], MctsParams(simulations=2), np.random.default_rng(0))  # compiled
+    search(game, uniform, roots[:1], MctsParams(simulations=2, gumbel=gumbel, leaves_per_step=leaves),
+           np.random.default_rng(0))  # compiled: the same algorithm as measured
     considered_visits.cache_clear()
     tracemalloc.start()
     try:
