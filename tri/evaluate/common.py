@@ -64,8 +64,8 @@ def make_player(player, game, params: Params, *, simulations: int | None, seed: 
         if spec.kind != "mcts":
             raise TriError(f"--simulations applies to a checkpoint played with search "
                            f"(PATH or mcts:PATH:N), not to {player!r}")
-        champion = player == "champion" or player.startswith("champion:")  # its card's budget, overridable
-        if spec.simulations is not None and spec.simulations != simulations and not champion:
+        written = player.startswith("mcts:")  # a budget typed in the spec (a champion's card budget is a default)
+        if written and spec.simulations != simulations:
             raise TriError(f"player {player!r} already sets {spec.simulations} simulations; "
                            f"--simulations {simulations} disagrees")
         spec = replace(spec, simulations=simulations)

@@ -75,12 +75,13 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     params = project_params(project)
     if params.game.name != game:
         raise TriError(f"{project}: trains {params.game.name}, not {game}")
-    generation, entry = _promotion(project, generation, tagged=_tags(project))
+    log = _promotions(project)
+    generation, entry = _promotion(project, log, generation, tagged=_tags(project))
     source = layout.candidate_path(project, generation)
     ckpt = load_checkpoint(source if source.is_file() else layout.best_path(project))
     if ckpt.model_id != entry["model_id"]:
         raise TriError(f"{source}: model {ckpt.model_id}, but the promotion log says {entry['model_id']}")
-    training = _training(project, generation, loop, tri_commit)
+    training = _training(project, game, log, generation, loop, tri_commit)
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".staging-") as staging:
         staging = Path(staging)
@@ -135,15 +136,19 @@ def _tags(project: Path) -> set[int]:
     return {int(t.removeprefix("tri/gen-")) for t in tags if t.removeprefix("tri/gen-").isdigit()}
 
 
-def _promotion(project: Path, generation: int | None, tagged: set[int]) -> tuple[int, dict]:
-    """The generation to publish (the last promoted one the loop has tagged, or the one asked
-    for, which must have been promoted and tagged) and its promotion-log entry."""
+def _promotions(project: Path) -> list[dict]:
+    """The project's promotion log, one entry per generation decided."""
     path = layout.promotions_log(project)
     try:
-        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except (OSError, json.JSONDecodeError) as exc:
         raise TriError(f"{path}: cannot be read ({exc})") from None
-    promoted = {int(e["generation"]): e for e in entries if e.get("promoted")}
+
+
+def _promotion(project: Path, log: list[dict], generation: int | None, tagged: set[int]) -> tuple[int, dict]:
+    """The generation to publish (the last promoted one the loop has tagged, or the one asked
+    for, which must have been promoted and tagged) and its entry in the promotion ``log``."""
+    promoted = {int(e["generation"]): e for e in log if e.get("promoted")}
     if generation is None:
         ready = sorted(set(promoted) & tagged)
         if not ready:
@@ -156,27 +161,24 @@ def _promotion(project: Path, generation: int | None, tagged: set[int]) -> tuple
     return generation, promoted[generation]
 
 
-def _training(project: Path, generation: int, loop: str, tri_commit: str) -> Training:
-    tag = f"tri/gen-{generation:04d}"
-    commit = git_run(project, "rev-parse", f"{tag}^{{commit}}", check=False)
-    if commit.returncode != 0:
-        raise TriError(f"{project}: no git tag {tag} (publish a generation tri loop committed)")
-    log = [json.loads(line) for line in layout.promotions_log(project).read_text().splitlines() if line.strip()]
+def _training(project: Path, game: str, log: list[dict], generation: int, loop: str, tri_commit: str) -> Training:
+    tag = f"tri/gen-{generation:04d}"  # _promotion checked that it exists
+    commit = git_run(project, "rev-parse", f"{tag}^{{commit}}")
     upto = [e for e in log if int(e["generation"]) <= generation]
-    return Training(project=f"tri new {project.name} --game {project_params(project).game.name}", loop=loop,
+    return Training(project=f"tri new {project.name} --game {game}", loop=loop,
                     tag=tag, project_commit=commit.stdout.strip(), tri_commit=tri_commit,
                     generations=len({int(e["generation"]) for e in upto}),
                     promoted=sum(bool(e.get("promoted")) for e in upto),
-                    wall_minutes=_generation_seconds(project, generation) / 60, machine=machine())
+                    wall_minutes=_generation_seconds(project, game, generation) / 60, machine=machine())
 
 
-def _generation_seconds(project: Path, generation: int) -> float:
+def _generation_seconds(project: Path, game: str, generation: int) -> float:
     """Sum of ``generation_seconds`` over the project's recorded generations up to ``generation``
     (each generation once: its last complete run)."""
     client, s = mlstore.open_store(project, None, create=False)
     if client is None:
         raise TriError(f"{project}: no MLflow store to read the generations' wall time from")
-    exp = client.get_experiment_by_name(mlstore.experiment_name(project_params(project).game.name))
+    exp = client.get_experiment_by_name(mlstore.experiment_name(game))
     if exp is None:
         raise TriError(f"{project}: its MLflow store has no generations")
     runs = client.search_runs([exp.experiment_id], "tags.`tri.kind` = 'generation' and tags.`tri.logged` = 'true'",

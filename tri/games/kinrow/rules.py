@@ -111,10 +111,13 @@ def grid_symmetries(rows: int, cols: int, square: bool) -> list[tuple[str, np.nd
 
 # The measured recipes (README, "Learning runs"): params.yaml sections, over the embedded
 # defaults, that met each game's target on this machine.
+# Both search with PUCT and Dirichlet root noise (the defaults are the triangle's Gumbel search);
+# discount and c_scale do not act then, but are pinned so `tri new` writes what these trained with.
+_PUCT = {"dirichlet_alpha": 1.0, "dirichlet_fraction": 0.25, "gumbel": False, "discount": 0.99,
+         "gumbel_c_scale": 0.1}
 CONNECT4_RECIPE: dict[str, dict] = {
     "net": {"channels": 64, "blocks": 5, "value_hidden": 64},
-    "mcts": {"simulations": 96, "dirichlet_alpha": 1.0, "dirichlet_fraction": 0.25, "gumbel": False,
-             "discount": 0.99, "gumbel_c_scale": 0.1},
+    "mcts": {**_PUCT, "simulations": 96},
     "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 42, "temperature": 1.0,
                  "temperature_moves": 8, "noise": True},
     "train": {"window": 8, "batch_size": 256, "lr": 0.002, "warmup_steps": 20, "samples_per_position": 4.0,
@@ -124,8 +127,7 @@ CONNECT4_RECIPE: dict[str, dict] = {
 }
 TICTACTOE_RECIPE: dict[str, dict] = {
     "net": {"channels": 32, "blocks": 2, "value_hidden": 32},
-    "mcts": {"simulations": 64, "dirichlet_alpha": 1.0, "dirichlet_fraction": 0.25, "gumbel": False,
-             "discount": 0.99, "gumbel_c_scale": 0.1},
+    "mcts": {**_PUCT, "simulations": 64},
     # Six sampled opening moves (not three): self-play then reaches the odd openings too, and the
     # champion never loses from any reachable position (README, "Tic-Tac-Toe").
     "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 9, "temperature": 1.0,
