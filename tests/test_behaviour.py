@@ -130,10 +130,9 @@ def tiny_generation(params: Params, root: Path) -> dict[str, str]:
     initial = layout.model_path(root, 0)
     save_checkpoint(initial_checkpoint(game, params.net), initial)
     paths = layout.generation_paths(root, 1, player=initial, start=initial, window=params.train.window)
-    selfplay.run(params, paths.player, paths.selfplay, generation=1, runtime=Runtime(workers=1, device="cpu"),
-                 progress=False)
+    selfplay.run(params, paths.player, paths.selfplay, generation=1, runtime=Runtime(workers=1, device="cpu"))
     train.run(params, paths.start, list(paths.window), paths.candidate, generation=1,
-              metrics=paths.train_metrics, losses=paths.train_losses, progress=False)
+              metrics=paths.train_metrics, losses=paths.train_losses)
     arena.run(params, str(paths.candidate), str(paths.player), generation=1, out=paths.arena,
               runtime=Runtime(device="cpu"), labels=("candidate", "best"))
     files = sorted(paths.selfplay.iterdir()) + [paths.candidate, paths.arena]

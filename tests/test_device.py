@@ -96,12 +96,11 @@ def test_stages_refuse_a_bad_device_before_any_work(tmp_path):
     model = tmp_path / "model.pt"
     save_checkpoint(initial_checkpoint(make_game(params.game), params.net), model)
     with pytest.raises(TriError, match="TRI_DEVICE='gpu'"):
-        selfplay.run(params, model, tmp_path / "sp", runtime=Runtime(workers=1, device="gpu"), progress=False)
+        selfplay.run(params, model, tmp_path / "sp", runtime=Runtime(workers=1, device="gpu"))
     with pytest.raises(TriError, match="TRI_DEVICE='gpu'"):
         arena.run(params, str(model), "random", runtime=Runtime(device="gpu"))
     with pytest.raises(TriError, match="TRI_DEVICE='gpu'"):
-        train.run(params, model, [tmp_path / "sp"], tmp_path / "c.pt", runtime=Runtime(device="gpu"),
-                      progress=False)
+        train.run(params, model, [tmp_path / "sp"], tmp_path / "c.pt", runtime=Runtime(device="gpu"))
     assert not (tmp_path / "sp").exists() and not (tmp_path / "c.pt").exists()
 
 
@@ -145,7 +144,7 @@ def test_training_restores_the_thread_count_after_a_failure(tmp_path):
     with torch_threads(2):
         with pytest.raises(TriError, match="file not found"):
             train.run(params, tmp_path / "missing.pt", [tmp_path / "sp"], tmp_path / "c.pt",
-                      runtime=Runtime(device="cpu"), progress=False)
+                      runtime=Runtime(device="cpu"))
         assert torch.get_num_threads() == 2
 
 
@@ -189,11 +188,11 @@ def test_the_gpu_path_of_training_rehearsed_on_the_cpu(tmp_path, monkeypatch):
     game = make_game(params.game)
     initial, folder = tmp_path / "gen-0000.pt", tmp_path / "sp"
     save_checkpoint(initial_checkpoint(game, params.net), initial)
-    selfplay.run(params, initial, folder, runtime=Runtime(workers=1, device="cpu"), progress=False)
+    selfplay.run(params, initial, folder, runtime=Runtime(workers=1, device="cpu"))
     monkeypatch.setattr(train, "resolve_device", lambda name: "cpu:0")
     monkeypatch.setattr(train, "training_autocast", lambda name: torch.autocast("cpu", dtype=torch.bfloat16))
-    first = train.run(params, initial, [folder], tmp_path / "c1.pt", runtime=Runtime(device="cuda"), progress=False)
-    second = train.run(params, tmp_path / "c1.pt", [folder], tmp_path / "c2.pt", progress=False)
+    first = train.run(params, initial, [folder], tmp_path / "c1.pt", runtime=Runtime(device="cuda"))
+    second = train.run(params, tmp_path / "c1.pt", [folder], tmp_path / "c2.pt")
     for result in (first, second):
         assert np.isfinite([result.loss, result.policy_loss, result.value_loss]).all()
     for path in (tmp_path / "c1.pt", tmp_path / "c2.pt"):

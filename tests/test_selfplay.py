@@ -47,7 +47,7 @@ def setup(tmp_path_factory):
     model = layout.model_path(root, GENERATION)
     save_checkpoint(ckpt, model)
     out = layout.selfplay_dir(root, GENERATION)
-    result = run(PARAMS, model, out, runtime=ONE, progress=False)
+    result = run(PARAMS, model, out, runtime=ONE)
     return {"root": root, "game": game, "ckpt": ckpt, "model": model, "out": out, "result": result}
 
 
@@ -203,7 +203,7 @@ def test_read_positions_refuses_a_file_that_is_not_a_shard(setup, tmp_path):
 
 def test_same_seed_same_shards(setup, tmp_path):
     again = tmp_path / "again"
-    result = run(PARAMS, setup["model"], again, runtime=ONE, progress=False)
+    result = run(PARAMS, setup["model"], again, runtime=ONE)
     assert result.games == PARAMS.selfplay.games
     game = setup["game"]
     assert positions_of(again, game).equals(positions_of(setup["out"], game))
@@ -214,7 +214,7 @@ def test_same_seed_same_shards(setup, tmp_path):
 def test_different_seed_different_games(setup, tmp_path):
     params = PARAMS.model_copy(update={"selfplay": PARAMS.selfplay.model_copy(update={"seed": 1})})
     other = tmp_path / "other"
-    run(params, setup["model"], other, runtime=ONE, progress=False)
+    run(params, setup["model"], other, runtime=ONE)
     a, b = games_of(setup["out"]), games_of(other)
     assert set(a["seed"].to_list()).isdisjoint(b["seed"].to_list())
     pa_, pb = positions_of(setup["out"], setup["game"]), positions_of(other, setup["game"])
@@ -226,7 +226,7 @@ def test_rerun_skips_complete_shards_and_replays_changed_ones(setup, tmp_path):
     folder = tmp_path / "resume"
     shutil.copytree(setup["out"], folder)
     before = file_bytes(folder)
-    result = run(PARAMS, setup["model"], folder, runtime=ONE, progress=False)
+    result = run(PARAMS, setup["model"], folder, runtime=ONE)
     # Nothing played; the totals are read back from the files (a resumed generation reports them).
     games = games_of(folder)
     assert result.played == 0 and np.isnan(result.positions_per_second)
@@ -236,12 +236,12 @@ def test_rerun_skips_complete_shards_and_replays_changed_ones(setup, tmp_path):
     # An interrupted run: one shard's positions file is missing -> only that shard is played,
     # and it comes out the same.
     layout.shard_path(folder, 1).unlink()
-    result = run(PARAMS, setup["model"], folder, runtime=ONE, progress=False)
+    result = run(PARAMS, setup["model"], folder, runtime=ONE)
     assert result.played == 3 and result.games == games.height and result.positions_per_second > 0
     assert file_bytes(folder) == before
     # Other search params: the shards no longer match their inputs and are played again.
     changed = PARAMS.model_copy(update={"mcts": PARAMS.mcts.model_copy(update={"c_puct": 2.0})})
-    result = run(changed, setup["model"], folder, runtime=ONE, progress=False)
+    result = run(changed, setup["model"], folder, runtime=ONE)
     assert result.games == PARAMS.selfplay.games
     assert file_bytes(folder) != before
 
@@ -249,7 +249,7 @@ def test_rerun_skips_complete_shards_and_replays_changed_ones(setup, tmp_path):
 def test_workers_two_gives_the_same_shards(setup, tmp_path):
     """Process pool (spawn): each shard is played in its own process, with the same results."""
     out = tmp_path / "pool"
-    result = run(PARAMS, setup["model"], out, runtime=Runtime(workers=2, device="cpu"), progress=False)
+    result = run(PARAMS, setup["model"], out, runtime=Runtime(workers=2, device="cpu"))
     assert result.games == PARAMS.selfplay.games
     assert positions_of(out, setup["game"]).equals(positions_of(setup["out"], setup["game"]))
     assert file_bytes(out) == file_bytes(setup["out"])
@@ -259,7 +259,7 @@ def test_run_twice_in_one_process(setup, tmp_path):
     """In-process runs leave torch's thread settings as they found them and can repeat."""
     threads = torch.get_num_threads()
     for folder in ("first", "second"):
-        run(PARAMS, setup["model"], tmp_path / folder, runtime=ONE, progress=False)
+        run(PARAMS, setup["model"], tmp_path / folder, runtime=ONE)
     assert torch.get_num_threads() == threads
     assert file_bytes(tmp_path / "first") == file_bytes(tmp_path / "second")
 
@@ -340,7 +340,7 @@ def test_shard_tasks_refuses_what_does_not_fit_before_any_work(setup, tmp_path, 
     assert "\n" not in message and not out.exists()
     with pytest.raises(TriError, match=r"\(3 games of up to 6 moves; 2 shards at once\).*, or TRI_WORKERS\)$"):
         monkeypatch.setattr(tri.resources, "machine_memory", lambda: 40_000)  # the trees fit
-        run(PARAMS, setup["model"], out, runtime=Runtime(workers=2, device="cpu"), progress=False)
+        run(PARAMS, setup["model"], out, runtime=Runtime(workers=2, device="cpu"))
     assert not out.exists()
 
 
@@ -371,6 +371,6 @@ def test_real_shards_pass_the_training_checks(setup, tmp_path, game_name, gumbel
     model = tmp_path / "model.pt"
     save_checkpoint(Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"),
                                net_params=params.net, generation=0, model=build_model(game, params.net)), model)
-    run(params, model, tmp_path / "out", runtime=ONE, progress=False)
+    run(params, model, tmp_path / "out", runtime=ONE)
     frame = read_positions(layout.shard_paths(tmp_path / "out"), game, ["policy"], validate=True)
     assert frame.columns == ["policy"] and frame.height > 0

@@ -37,7 +37,7 @@ def setup(tmp_path_factory):
     model_bytes = model.read_bytes()
     out = root / "candidate.pt"
     metrics, losses = root / "train" / "metrics.json", root / "train" / "losses.csv"
-    result = train.run(TRAIN, model, [data], out, metrics=metrics, losses=losses, progress=False)
+    result = train.run(TRAIN, model, [data], out, metrics=metrics, losses=losses)
     return {"root": root, "game": game, "model": model, "parent": parent, "data": data, "episodes": episodes,
             "out": out, "metrics": metrics, "losses": losses, "result": result, "model_bytes": model_bytes}
 
@@ -139,13 +139,13 @@ def test_metrics_file(setup):
 
 def test_same_inputs_same_bytes(setup, tmp_path):
     out, losses = tmp_path / "again.pt", tmp_path / "losses.csv"
-    result = train.run(TRAIN, setup["model"], [setup["data"]], out, losses=losses, progress=False)
+    result = train.run(TRAIN, setup["model"], [setup["data"]], out, losses=losses)
     assert out.read_bytes() == setup["out"].read_bytes()
     assert losses.read_bytes() == setup["losses"].read_bytes()
     assert result.model_id == setup["result"].model_id
     # Another training seed gives another candidate.
     other = with_section(TRAIN, "train", seed=1)
-    train.run(other, setup["model"], [setup["data"]], tmp_path / "other.pt", progress=False)
+    train.run(other, setup["model"], [setup["data"]], tmp_path / "other.pt")
     assert (tmp_path / "other.pt").read_bytes() != out.read_bytes()
 
 
@@ -157,7 +157,7 @@ def test_generation_window_and_continued_optimizer(setup, tmp_path):
     new_episodes = write_synthetic_folder(newer, game, games=6, seed=1, value=VALUE)
     params = with_section(TRAIN, "train", samples_per_position=2.0)
     out = tmp_path / "next.pt"
-    result = train.run(params, setup["out"], [setup["data"], newer], out, generation=10, progress=False)
+    result = train.run(params, setup["out"], [setup["data"], newer], out, generation=10)
     new = len(new_episodes.positions)
     assert result.generation == 10 and load_checkpoint(out).generation == 10
     assert result.new_positions == new
@@ -175,7 +175,7 @@ def test_refuses_a_shard_of_another_configuration(setup, tmp_path):
     other = tmp_path / "other"
     write_synthetic_folder(other, TriangleGame(OTHER_BOARD))
     with pytest.raises(TriError, match="configuration") as info:
-        train.run(TRAIN, setup["model"], [setup["data"], other], tmp_path / "c.pt", progress=False)
+        train.run(TRAIN, setup["model"], [setup["data"], other], tmp_path / "c.pt")
     assert str(other) in str(info.value)
     assert not (tmp_path / "c.pt").exists()
 
@@ -184,12 +184,12 @@ def test_refuses_missing_data(setup, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(TriError, match="no shards") as info:
-        train.run(TRAIN, setup["model"], [setup["data"], empty], tmp_path / "c.pt", progress=False)
+        train.run(TRAIN, setup["model"], [setup["data"], empty], tmp_path / "c.pt")
     assert str(empty) in str(info.value)
     with pytest.raises(TriError):
-        train.run(TRAIN, setup["model"], [], tmp_path / "c.pt", progress=False)
+        train.run(TRAIN, setup["model"], [], tmp_path / "c.pt")
     with pytest.raises(TriError, match="not found"):
-        train.run(TRAIN, tmp_path / "missing.pt", [setup["data"]], tmp_path / "c.pt", progress=False)
+        train.run(TRAIN, tmp_path / "missing.pt", [setup["data"]], tmp_path / "c.pt")
     assert not (tmp_path / "c.pt").exists()
 
 
@@ -212,7 +212,7 @@ def test_refuses_a_window_that_does_not_fit(setup, tmp_path, monkeypatch):
     monkeypatch.setattr(tri.resources, "machine_memory", lambda: 100_000)
     rows = len(setup["episodes"].positions)
     with pytest.raises(TriError) as info:
-        train.run(TRAIN, setup["model"], [setup["data"]], tmp_path / "c.pt", progress=False)
+        train.run(TRAIN, setup["model"], [setup["data"]], tmp_path / "c.pt")
     message = str(info.value)
     assert message.startswith(f"train.window: 1 self-play folder holds {rows:,} positions, about ")
     assert message.endswith("once loaded, more than this machine's 97.7 KiB of memory; train on fewer folders "

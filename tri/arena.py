@@ -25,12 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from tri import atomic
+from tri.arena_result import ArenaResult, PlayerReport
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.episodes import run_episodes
-from tri.arena_result import ArenaResult, PlayerReport
 from tri.games import make_game
 from tri.players import check_player_memory, make_agent, parse_spec
+from tri.progress import Meter, Report, meter
 from tri.resources import arena_batch
 
 
@@ -97,11 +98,12 @@ def _report(name: str, episodes) -> PlayerReport:
 
 def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int | None = None,
         generation: int = 0, out: Path | None = None, runtime: Runtime | None = None,
-        labels: tuple[str, str] | None = None) -> ArenaResult:
+        labels: tuple[str, str] | None = None, progress: Report | None = None) -> ArenaResult:
     """Compare the players named by specs ``a`` and ``b`` (see :mod:`tri.players`) on the seeds
     of ``seed`` (default ``arena.seed``) and ``generation``. ``labels`` name them in the result
     (default: the specs), so a caller passing absolute paths can write the same bytes as the
-    command line run from the project folder."""
+    command line run from the project folder. ``progress`` hears how far it is: games played,
+    and each player's running mean (single-player) or A's wins, draws and losses."""
 
     runtime = runtime or Runtime()
     ap = params.arena
@@ -121,17 +123,49 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
         return make_agent(spec, game, params.mcts, ap, rng, device, batch=batch)
 
     agent_a, agent_b = agent(spec_a), agent(spec_b)
-    with torch_threads():  # results must not depend on the machine (float summation order)
-        result = _play(game, ap, *(labels or (a, b)), agent_a, agent_b, seeds, n)
+    names = labels or (a, b)
+    # torch_threads: results must not depend on the machine (float summation order)
+    with torch_threads(), _meter(game, names, n, progress) as m:
+        result = _play(game, ap, *names, agent_a, agent_b, seeds, n, m)
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")
     return result
 
 
-def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int) -> ArenaResult:
+def _meter(game, names: tuple[str, str], n: int, progress: Report | None) -> Meter:
+    """The arena's :class:`~tri.progress.Meter`: ``2 n`` games (single-player: A's ``n``, then
+    B's on the same seeds; two-player: ``n`` per colour)."""
+
+    def figures(v: dict[str, float], done: int, seconds: float) -> str:
+        if game.num_players == 2:
+            return f"{names[0]}: {v.get('win', 0):.0f} wins, {v.get('draw', 0):.0f} draws, {v.get('loss', 0):.0f} losses"
+        means = [f"{name} {v[f'sum_{k}'] / v[f'games_{k}']:.2f}" for k, name in enumerate(names)
+                 if v.get(f"games_{k}")]
+        return "mean " + ", ".join(means) if means else ""
+
+    return meter("arena", 2 * n, "games", progress, figures)
+
+
+def _counting(m: Meter, player: int | None):
+    """``run_episodes``' ``on_game`` and ``on_moves`` adding to ``m``: the games of ``player`` (0: A,
+    1: B; single-player), or of both players (two-player: A's results)."""
+
+    def on_game(summary, positions) -> None:
+        if player is not None:
+            m.advance(1, **{f"sum_{player}": summary.score, f"games_{player}": 1})
+        else:
+            outcome = summary.outcome  # seat 0's: A's, whoever opened
+            m.advance(1, **{("win" if outcome > 0 else "draw" if outcome == 0 else "loss"): 1})
+
+    return {"on_game": on_game, "on_moves": lambda k: m.advance(0)}
+
+
+def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int, m: Meter) -> ArenaResult:
     if game.num_players == 1:
-        ea = run_episodes(game, [agent_a], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves)
-        eb = run_episodes(game, [agent_b], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves)
+        ea = run_episodes(game, [agent_a], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
+                          **_counting(m, 0))
+        eb = run_episodes(game, [agent_b], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
+                          **_counting(m, 1))
         sa = np.array([g.score for g in ea.games])
         sb = np.array([g.score for g in eb.games])
         diff = sa - sb
@@ -147,7 +181,7 @@ def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int)
         both = np.concatenate([seeds, seeds])
         first = np.concatenate([np.zeros(n, np.int64), np.ones(n, np.int64)])
         e = run_episodes(game, [agent_a, agent_b], both, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                         first_seat=first)
+                         first_seat=first, **_counting(m, None))
         outcome = np.array([g.outcome for g in e.games])  # seat 0 = A
         points = (outcome + 1) / 2
         rate, low, high = mean_ci(points)

@@ -103,10 +103,12 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
                  max_moves: int, record: bool = False, discount: float = 1.0, td_steps: int = 0,
                  first_seat: np.ndarray | None = None,
                  on_game: Callable[[GameSummary, int], None] | None = None,
+                 on_moves: Callable[[int], None] | None = None,
                  stop: Callable[[], bool] | None = None) -> Episodes:
     """Play one game per seed. ``agents[s]`` moves for seat ``s`` (one agent for single-player
     games). ``record`` keeps every position with the agent's policy and value (the agent must
-    return them). ``on_game(summary, positions_in_game)`` is called as each game ends.
+    return them). ``on_game(summary, positions_in_game)`` is called as each game ends, and
+    ``on_moves(n)`` after each round of moves (``n`` games moved once; for progress reports).
     ``stop()`` is asked before every move; when it says yes, :class:`Stopped` is raised."""
     seeds = np.asarray(seeds, dtype=np.int64)
     total = seeds.shape[0]
@@ -166,6 +168,8 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
         score[active] += t.reward * mover_sign
         states[active] = t.states
         moves[active] += 1
+        if on_moves is not None:
+            on_moves(int(active.size))
         ended = active[t.terminal | (moves[active] >= max_moves)]
         for slot in ended:
             g = int(slot_game[slot])

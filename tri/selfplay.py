@@ -31,7 +31,9 @@ from tri.episodes import run_episodes
 from tri.games import make_game
 from tri.net import load_checkpoint, make_evaluator
 from tri.players import PlayerSpec, check_player_memory
-from tri.resources import arena_batch, check_memory as fits, check_search, plural
+from tri.progress import Meter, Report, meter
+from tri.resources import arena_batch, check_search, plural
+from tri.resources import check_memory as fits
 from tri.shards import shard_key, write_shard
 
 
@@ -87,8 +89,9 @@ def shard_rng(seed: int, generation: int, shard: int) -> np.random.Generator:
     return np.random.default_rng([seed, generation, shard, 0x5EA4])
 
 
-def play_shard(task: ShardTask, report=None, stop=None) -> ShardResult:
-    """Play one shard and write it; ``report(score, positions)`` is called per finished game;
+def play_shard(task: ShardTask, count=None, stop=None) -> ShardResult:
+    """Play one shard and write it; ``count(games, positions, score)`` hears of every round of
+    moves (``games`` 0, ``positions`` the moves made) and every finished game (1, 0, its score);
     ``stop()`` is asked before every move and ends the shard, unwritten, with
     :class:`tri.episodes.Stopped` (see :func:`tri.episodes.run_episodes`)."""
 
@@ -110,12 +113,16 @@ def play_shard(task: ShardTask, report=None, stop=None) -> ShardResult:
                       temperature=sp.temperature, temperature_moves=sp.temperature_moves)
 
     def on_game(summary, positions):
-        if report is not None:
-            report(summary.score, positions)
+        if count is not None:
+            count(1, 0, summary.score)
+
+    def on_moves(n):
+        if count is not None:
+            count(0, n, 0.0)
 
     episodes = run_episodes(game, [agent], np.array(task.seeds), concurrent=sp.concurrent,
                             max_moves=sp.max_moves, record=True, discount=params.mcts.discount,
-                            td_steps=sp.td_steps, on_game=on_game, stop=stop)
+                            td_steps=sp.td_steps, on_game=on_game, on_moves=on_moves, stop=stop)
     for g in episodes.games:
         g.index += task.first_game
     episodes.positions.game += task.first_game
@@ -155,7 +162,7 @@ def _init_worker() -> None:
 
 
 def _worker(task: ShardTask, events) -> ShardResult:
-    return play_shard(task, lambda score, positions: events.put((score, positions)))
+    return play_shard(task, lambda *counts: events.put(counts))
 
 
 # Memory a shard keeps per recorded move until it is written (measured with tracemalloc in
@@ -223,11 +230,31 @@ def shard_tasks(params: Params, model: Path, out: Path, *, generation: int | Non
                       device) for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
-def play_shard_alone(task: ShardTask, stop=None) -> ShardResult:
+def play_shard_alone(task: ShardTask, stop=None, count=None) -> ShardResult:
     """:func:`play_shard` with torch on one thread, as in a pool worker (so a shard's bytes do
     not depend on where it runs: a worker process, a thread of an orchestrator, a Dask worker)."""
     with torch_threads():
-        return play_shard(task, stop=stop)
+        return play_shard(task, count=count, stop=stop)
+
+
+def progress_meter(games: int, progress: Report | None) -> Meter:
+    """Self-play's :class:`~tri.progress.Meter`: games done of ``games``, positions per second
+    and the mean score so far; count into it with :func:`counter`."""
+
+    def figures(values: dict[str, float], done: int, seconds: float) -> str:
+        rate = f"{values.get('positions', 0.0) / seconds:,.0f} positions/s" if seconds > 0 else ""
+        return rate + (f"  mean score {values['score'] / done:.2f}" if done and "score" in values else "")
+
+    return meter("self-play", games, "games", progress, figures)
+
+
+def counter(m: Meter):
+    """The ``count(games, positions, score)`` of :func:`play_shard` that adds to ``m``."""
+
+    def count(games: int, positions: int, score: float) -> None:
+        m.advance(games, positions=positions, **({"score": score} if games else {}))
+
+    return count
 
 
 def summarize(tasks: list[ShardTask], results: list[ShardResult], seconds: float) -> SelfplayResult:
@@ -243,10 +270,10 @@ def summarize(tasks: list[ShardTask], results: list[ShardResult], seconds: float
 
 
 def run(params: Params, model: Path, out: Path, *, generation: int | None = None,
-        runtime: Runtime | None = None, progress: bool = True) -> SelfplayResult:
+        runtime: Runtime | None = None, progress: Report | None = None) -> SelfplayResult:
     """Play ``params.selfplay.games`` games with the checkpoint ``model`` into the folder ``out``,
     the shards of :func:`shard_tasks` in ``runtime.workers`` processes, on the device
-    ``runtime.device`` resolves to."""
+    ``runtime.device`` resolves to; ``progress`` hears how far it is (:mod:`tri.progress`)."""
 
     runtime = runtime or Runtime()
     device = resolve_device(runtime.device)
@@ -254,11 +281,12 @@ def run(params: Params, model: Path, out: Path, *, generation: int | None = None
     check_memory(params, make_game(params.game), parallel=min(runtime.workers, sp.shards, sp.games))
     tasks = shard_tasks(params, model, out, generation=generation, device=device)
     start = time.perf_counter()
-    with _Progress(params.selfplay.games, enabled=progress) as bar:
+    with progress_meter(params.selfplay.games, progress) as m:
+        count = counter(m)
         workers = min(runtime.workers, len(tasks))
         if workers <= 1:
             with torch_threads():  # as in a worker, so results do not depend on the worker count
-                results = [play_shard(t, bar.update) for t in tasks]
+                results = [play_shard(t, count) for t in tasks]
         else:
             ctx = mp.get_context("spawn")
             with ctx.Manager() as manager, ProcessPoolExecutor(
@@ -267,53 +295,16 @@ def run(params: Params, model: Path, out: Path, *, generation: int | None = None
                 futures = [pool.submit(_worker, t, events) for t in tasks]
                 while not all(f.done() for f in futures):
                     try:
-                        bar.update(*events.get(timeout=0.2))
+                        count(*events.get(timeout=0.2))
                     except queue.Empty:
                         pass
                 while not events.empty():
-                    bar.update(*events.get())
+                    count(*events.get())
                 results = [f.result() for f in futures]
         for r in results:
             if r.skipped:
-                bar.skip(r.games)
+                m.advance(r.games)
     return summarize(tasks, results, time.perf_counter() - start)
-
-
-class _Progress:
-    """A rich progress bar: games done, positions per second, running mean score."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled = total, enabled
-        self.games, self.positions, self.score_sum = 0, 0, 0.0
-        self.start = time.perf_counter()
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(TextColumn("self-play"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("games  {task.fields[rate]:>7.1f} positions/s  "
-                                            "mean score {task.fields[mean]:.2f}"),
-                                 TimeElapsedColumn(), transient=False)
-            self._bar.start()
-            self._task = self._bar.add_task("self-play", total=self.total, rate=0.0, mean=0.0)
-        return self
-
-    def update(self, score: float, positions: int) -> None:
-        self.games += 1
-        self.positions += positions
-        self.score_sum += score
-        if self.enabled:
-            rate = self.positions / max(time.perf_counter() - self.start, 1e-9)
-            self._bar.update(self._task, completed=self.games, rate=rate, mean=self.score_sum / self.games)
-
-    def skip(self, games: int) -> None:
-        if self.enabled:
-            self._bar.update(self._task, advance=games)
-
-    def __exit__(self, *exc) -> None:
-        if self.enabled:
-            self._bar.stop()
 
 
 def check_params(params, *, workers: int = 1) -> None:

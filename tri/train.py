@@ -41,6 +41,7 @@ from tri.device import resolve_device, torch_threads, training_autocast
 from tri.errors import TriError
 from tri.games import make_game
 from tri.net import Checkpoint, load_checkpoint, save_checkpoint, two_hot
+from tri.progress import Report, meter
 from tri.resources import check_memory, plural
 from tri.shards import count_positions, read_positions
 
@@ -108,12 +109,13 @@ def _lr(step: int, total: int, params) -> float:
 
 def run(params: Params, model: Path, data: list[Path], out: Path, *, generation: int | None = None,
         metrics: Path | None = None, losses: Path | None = None, runtime: Runtime | None = None,
-        progress: bool = True) -> TrainResult:
+        progress: Report | None = None) -> TrainResult:
     """Train ``model`` (the previous candidate or the best, see ``train.continue_from``) on the
     self-play ``data`` folders (oldest first; the last is the new data) and write the candidate
     checkpoint ``out`` labelled ``generation`` (default: the model's + 1), the summary ``metrics``
     (JSON) and per-step ``losses`` (CSV: step, lr, loss, policy_loss, value_loss). On the device
-    ``runtime.device`` resolves to (default :class:`Runtime`: ``TRI_DEVICE``)."""
+    ``runtime.device`` resolves to (default :class:`Runtime`: ``TRI_DEVICE``); ``progress``
+    hears how far it is (steps, the latest loss: :mod:`tri.progress`)."""
     tp = params.train
     if not data:
         raise TriError("train: no self-play folders given")
@@ -124,7 +126,8 @@ def run(params: Params, model: Path, data: list[Path], out: Path, *, generation:
 
 
 def _train(params: Params, model: Path, data: list[Path], out: Path, generation: int | None,
-           metrics: Path | None, losses: Path | None, progress: bool, start: float, device: str) -> TrainResult:
+           metrics: Path | None, losses: Path | None, progress: Report | None, start: float,
+           device: str) -> TrainResult:
 
     tp = params.train
     game = make_game(params.game)
@@ -147,7 +150,7 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
             pass  # a different network shape: start the optimizer afresh
     symmetries = game.symmetries()
     rows = []
-    bar = _bar(steps, progress)
+    bar = meter("train", steps, "steps", progress, lambda v, done, seconds: f"loss {v['loss']:.4f}")
     for step in range(steps):
         batch = _minibatch(game, symmetries, window, rng.integers(0, size, size=tp.batch_size), rng)
         lr = _lr(step, steps, tp)
@@ -159,10 +162,9 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
         torch.nn.utils.clip_grad_norm_(net.parameters(), tp.grad_clip)
         optimizer.step()
         rows.append((step, lr, *torch.stack([loss, policy_loss, value_loss]).tolist()))  # one wait per step
-        if bar:
-            bar.update(bar.task_ids[0], advance=1, loss=rows[-1][2])
-    if bar:
-        bar.stop()
+        bar.set(loss=rows[-1][2])
+        bar.advance()
+    bar.close()
     net.eval().to("cpu")
     provenance = {"parent_model_id": parent_id, "parent_generation": str(best.generation),
                   "data": ",".join(Path(d).name for d in data), "train_steps": str(steps)}
@@ -241,15 +243,3 @@ def write_losses(path: Path, rows: list[tuple]) -> None:
     writer.writerow(["step", "lr", "loss", "policy_loss", "value_loss"])
     writer.writerows((s, f"{lr:.6g}", f"{a:.6f}", f"{b:.6f}", f"{c:.6f}") for s, lr, a, b, c in rows)
     atomic.write_text(path, buffer.getvalue())
-
-
-def _bar(total: int, enabled: bool):
-    if not enabled:
-        return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn("train"), BarColumn(), MofNCompleteColumn(), TextColumn("steps  loss {task.fields[loss]:.4f}"),
-                   TimeElapsedColumn())
-    bar.add_task("train", total=total, loss=float("nan"))
-    bar.start()
-    return bar

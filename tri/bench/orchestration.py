@@ -75,10 +75,9 @@ def plain_generation(params: Params, root: Path, generation: int, runtime: Runti
         with ThreadPoolExecutor(runtime.workers) as pool:
             list(pool.map(selfplay.play_shard_alone, tasks))
     else:  # tri selfplay's worker processes
-        selfplay.run(params, paths.player, paths.selfplay, generation=generation, runtime=runtime,
-                     progress=False)
+        selfplay.run(params, paths.player, paths.selfplay, generation=generation, runtime=runtime)
     train.run(params, paths.start, list(paths.window), paths.candidate, generation=generation,
-              metrics=paths.train_metrics, losses=paths.train_losses, runtime=runtime, progress=False)
+              metrics=paths.train_metrics, losses=paths.train_losses, runtime=runtime)
     arena.run(params, str(paths.candidate), str(paths.player), generation=generation, out=paths.arena,
               runtime=runtime, labels=("candidate", "best"))
     promote.run(paths.arena, paths.candidate, paths.best, rejected=paths.rejected, log=paths.promotions,

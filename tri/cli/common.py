@@ -1,5 +1,5 @@
-"""What every ``tri`` command shares: the group that turns user errors into one line, and the
-``--params`` option."""
+"""What every ``tri`` command shares: the group that turns user errors into one line, the
+``--params`` option, and the ``--progress`` option of the long commands."""
 
 from __future__ import annotations
 
@@ -12,6 +12,20 @@ from tri.errors import TriError
 PARAMS_OPTION = click.option(
     "--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="params.yaml to read (default: ./params.yaml if present, else the embedded defaults).")
+
+PROGRESS_OPTION = click.option(
+    "--progress/--no-progress", default=True, show_default=True,
+    help="Show how far it is on stderr: a progress bar on a terminal, else a line every 10 s.")
+
+
+def progress_report(enabled: bool):
+    """The :mod:`tri.progress` report of ``--progress`` (None with ``--no-progress``)."""
+    import sys
+
+    from tri.progress import for_stream
+
+    return for_stream(sys.stderr) if enabled else None
+
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 

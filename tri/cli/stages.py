@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from tri import arena, layout, promote, selfplay, train
-from tri.cli.common import PARAMS_OPTION
+from tri.cli.common import PARAMS_OPTION, PROGRESS_OPTION, progress_report
 from tri.cli.players import GAME_OPTION, params_for_players
 from tri.config import Runtime, load_params
 from tri.errors import TriError
@@ -43,13 +43,13 @@ def init_cmd(game_name: str | None, out: Path, params_path: Path | None) -> None
               help="Folder for the shards, e.g. data/selfplay/gen-0000.")
 @click.option("--generation", type=int, default=None,
               help="Generation the data belongs to (seeds the games; default: the model's).")
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@PROGRESS_OPTION
 @PARAMS_OPTION
 def selfplay_cmd(model: Path, out: Path, generation: int | None, progress: bool, params_path: Path | None) -> None:
     """Play selfplay.games games with search and write Parquet shards."""
 
     result = selfplay.run(load_params(params_path), model, out, generation=generation, runtime=Runtime(),
-                 progress=progress)
+                          progress=progress_report(progress))
     if result.played == 0:
         click.echo(f"self-play: all {len(result.shards)} shards in {out} were already complete "
                    f"({result.games} games, mean score {result.mean_score:.2f})")
@@ -72,7 +72,7 @@ def selfplay_cmd(model: Path, out: Path, generation: int | None, progress: bool,
 @click.option("--generation", type=int, default=None, help="Generation of the candidate (default: model's + 1).")
 @click.option("--metrics", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Summary JSON.")
 @click.option("--losses", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Per-step CSV.")
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@PROGRESS_OPTION
 @PARAMS_OPTION
 def train_cmd(model: Path, data: tuple[Path, ...], root: Path | None, out: Path, generation: int | None,
               metrics: Path | None, losses: Path | None, progress: bool, params_path: Path | None) -> None:
@@ -86,7 +86,7 @@ def train_cmd(model: Path, data: tuple[Path, ...], root: Path | None, out: Path,
             raise TriError("tri train: --root needs --generation")
         data = tuple(layout.window_dirs(root, generation, params.train.window))
     r = train.run(params, model, list(data), out, generation=generation, metrics=metrics,
-            losses=losses, progress=progress)
+                  losses=losses, progress=progress_report(progress))
     click.echo(f"train: generation {r.generation}, {r.steps} steps on {r.window_positions} positions "
                f"({r.new_positions} new) in {r.seconds:.1f} s, loss {r.loss:.4f} "
                f"(policy {r.policy_loss:.4f}, value {r.value_loss:.4f}); wrote {out}")
@@ -104,9 +104,10 @@ def train_cmd(model: Path, data: tuple[Path, ...], root: Path | None, out: Path,
               help="Names of A and B in the result (default: A and B as given); the loop's arena names "
                    "them by role: candidate,best.")
 @GAME_OPTION
+@PROGRESS_OPTION
 @PARAMS_OPTION
 def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: int, out: Path | None,
-              names: str | None, game_name: str | None, params_path: Path | None) -> None:
+              names: str | None, game_name: str | None, progress: bool, params_path: Path | None) -> None:
     """Compare players A and B on the same seeds and decide whether A should replace B.
 
     A and B: a checkpoint path (plays with search), mcts:PATH:N, net:PATH, random, greedy, the
@@ -120,8 +121,9 @@ def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: i
         if len(parts) != 2 or not all(p.strip() for p in parts):
             raise click.UsageError(f"--names {names!r}: expected two names separated by a comma, e.g. candidate,best")
         labels = (parts[0].strip(), parts[1].strip())
-    arena.print_result(arena.run(params_for_players(params_path, game_name, [a, b]), a, b, games=games, seed=seed, generation=generation, out=out,
-                     runtime=Runtime(), labels=labels))
+    params = params_for_players(params_path, game_name, [a, b])
+    arena.print_result(arena.run(params, a, b, games=games, seed=seed, generation=generation, out=out,
+                                 runtime=Runtime(), labels=labels, progress=progress_report(progress)))
 
 
 @click.command("promote")
