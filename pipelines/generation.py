@@ -18,13 +18,14 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.futures import wait
 
-from pipelines import processes
+from pipelines import processes, story
 from pipelines.runners import make_task_runner
 from tri import arena, atomic, layout, promote, selfplay, train
 from tri.config import Params, Runtime, project_params
@@ -32,7 +33,8 @@ from tri.device import resolve_device
 from tri.episodes import Stopped
 from tri.games import make_game
 from tri.net import initial_checkpoint, save_checkpoint
-from tri.record import render, runs, versioning
+from tri.progress import Report
+from tri.record import mlstore, render, runs, versioning
 
 # The phases spent in the stage functions (the rest of a generation's time is orchestration).
 STAGE_PHASES = ("selfplay", "train", "arena", "promote", "picture")
@@ -87,6 +89,33 @@ class _Clock:
 _stops: dict[str, threading.Event] = {}
 
 
+class _ShardCounts:
+    """Self-play's progress across its shards: one meter, counted into by the shards that run in
+    this process's threads (they see this through :data:`_shard_counts`); the games of a shard
+    that ran elsewhere, or was reused, are added when it ends."""
+
+    def __init__(self, meter):
+        self.meter, self.counted = meter, {}
+        self._count = selfplay.counter(meter)
+
+    def count_for(self, shard: int):
+        def count(games: int, positions: int, score: float) -> None:
+            self.counted[shard] = self.counted.get(shard, 0) + games
+            self._count(games, positions, score)
+
+        return count
+
+    def ended(self, shard: int, games: int) -> None:
+        if self.counted.get(shard, 0) == 0 and games:
+            self.meter.advance(games)
+
+
+# The running generation's progress, for its tasks in this process (Prefect's thread runner copies
+# the context into its threads; tasks in other processes see the defaults and count nothing).
+_shard_counts: ContextVar[_ShardCounts | None] = ContextVar("tri_shard_counts", default=None)
+_progress: ContextVar[Report | None] = ContextVar("tri_progress", default=None)
+
+
 def _retry_unless_stopped(task, task_run, state) -> bool:
     """Retry a failed shard, but not one its generation stopped."""
     try:
@@ -105,44 +134,60 @@ def selfplay_shard(task):
     from tri.selfplay import play_shard_alone  # (and so, by name, what it calls)
 
     stop = generation._stops.get(task.out)  # None in another process
-    return play_shard_alone(task, stop=stop.is_set if stop is not None else None)
+    counts = generation._shard_counts.get()
+    return play_shard_alone(task, stop=stop.is_set if stop is not None else None,
+                            count=counts.count_for(task.shard) if counts is not None else None)
 
 
-def _play_shards(tasks) -> list:
-    """Submit one task per shard and wait for all; if the wait is interrupted (Ctrl-C, SIGTERM),
-    stop the shards in flight at once, wherever they run, before the interruption goes on."""
+def _play_shards(tasks, games: int) -> list:
+    """Submit one task per shard and wait for all, reporting progress (:data:`_progress`); if
+    the wait is interrupted (Ctrl-C, SIGTERM), stop the shards in flight at once, wherever they
+    run, before the interruption goes on."""
     stop = threading.Event()
     for t in tasks:
         _stops[t.out] = stop
-    try:
-        futures = selfplay_shard.map(tasks)
-        # In short waits: a signal may be delivered to any thread, and Python runs its handler
-        # only once the main thread wakes up, which a wait without timeout does at the end.
-        while wait(futures, timeout=0.25).not_done:
-            pass
-    except BaseException:
-        stop.set()
-        processes.stop_workers(grace=5)
-        raise
+    with selfplay.progress_meter(games, _progress.get()) as meter:
+        counts = _ShardCounts(meter)
+        token = _shard_counts.set(counts)
+        try:
+            futures = selfplay_shard.map(tasks)
+            ended: set[int] = set()
+            # In short waits: a signal may be delivered to any thread, and Python runs its handler
+            # only once the main thread wakes up, which a wait without timeout does at the end.
+            while True:
+                done = wait(futures, timeout=0.25)
+                for i, f in enumerate(futures):
+                    if f in done.done and i not in ended and f.state.is_completed():
+                        ended.add(i)
+                        counts.ended(tasks[i].shard, f.result().games)
+                if not done.not_done:
+                    break
+        except BaseException:
+            stop.set()
+            processes.stop_workers(grace=5)
+            raise
+        finally:
+            _shard_counts.reset(token)
     for t in tasks:
         _stops.pop(t.out, None)
     return [f.result() for f in futures]
 
 
-@task(name="train")
+@task(name="train", task_run_name="train")
 def train_task(params: Params, paths: layout.GenerationPaths, runtime: Runtime):
     return train.run(params, paths.start, list(paths.window), paths.candidate, generation=paths.generation,
-                     metrics=paths.train_metrics, losses=paths.train_losses, runtime=runtime, progress=False)
+                     metrics=paths.train_metrics, losses=paths.train_losses, runtime=runtime,
+                     progress=_progress.get())
 
 
-@task(name="arena")
+@task(name="arena", task_run_name="arena")
 def arena_task(params: Params, paths: layout.GenerationPaths, runtime: Runtime):
     # The players named by role in the file, as dvc.yaml's command names them.
     return arena.run(params, str(paths.candidate), str(paths.player), generation=paths.generation,
-                     out=paths.arena, runtime=runtime, labels=("candidate", "best"))
+                     out=paths.arena, runtime=runtime, labels=("candidate", "best"), progress=_progress.get())
 
 
-@task(name="picture")
+@task(name="picture", task_run_name="draw the candidate's game")
 def picture_task(params: Params, paths: layout.GenerationPaths, device: str) -> Path | None:
     """Draw a game the candidate plays into ``paths.picture`` (for people, and for the run's
     record); None, and no file there, for a game tri cannot draw."""
@@ -153,16 +198,18 @@ def picture_task(params: Params, paths: layout.GenerationPaths, device: str) -> 
     return drawn
 
 
-@task(name="promote")
+@task(name="promote", task_run_name="promote")
 def promote_task(paths: layout.GenerationPaths):
     return promote.run(paths.arena, paths.candidate, paths.best, rejected=paths.rejected,
                        log=paths.promotions, generation=paths.generation)
 
 
-@task(name="track", retries=1)
+@task(name="track", task_run_name="log to MLflow", retries=1)
 def track_task(params: Params, paths: layout.GenerationPaths, parent_run_id: str | None,
-               extra: dict[str, float]):
-    return runs.log_generation(params, paths, parent_run_id=parent_run_id, metrics=extra)
+               extra: dict[str, float], started: float):
+    # The run spans the generation: from its start to now (it is logged at the end).
+    return runs.log_generation(params, paths, parent_run_id=parent_run_id, metrics=extra,
+                               start_time_ms=int(started * 1000), end_time_ms=int(time.time() * 1000))
 
 
 def ensure_initial(params: Params, root: Path) -> Path:
@@ -193,7 +240,7 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
     params = project_params(root, params_file)
     runtime = Runtime()
     device = resolve_device(runtime.device)
-    start = time.perf_counter()
+    start, started = time.perf_counter(), time.time()
     phases: dict[str, float] = {}
     clock = _Clock(phases)
     with versioning.project_lock(root):
@@ -204,31 +251,38 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
             paths = layout.generation_paths(root, generation, player=plan.player, start=plan.start,
                                             window=params.train.window)
         logger.info("generation %d: %s plays, training starts from %s", generation, plan.player, plan.start)
-
-        with clock("selfplay"):
-            t0 = time.perf_counter()
-            tasks = selfplay.shard_tasks(params, paths.player, paths.selfplay, generation=generation,
-                                         device=device)
-            sp = selfplay.summarize(tasks, _play_shards(tasks), time.perf_counter() - t0)
-        with clock("train"):
-            tr = train_task(params, paths, runtime)
-        with clock("arena"):
-            ar = arena_task(params, paths, runtime)
+        token = _progress.set(story.FlowProgress(logger, generation))
+        try:
+            with clock("selfplay"):
+                t0 = time.perf_counter()
+                tasks = selfplay.shard_tasks(params, paths.player, paths.selfplay, generation=generation,
+                                             device=device)
+                sp = selfplay.summarize(tasks, _play_shards(tasks, params.selfplay.games), time.perf_counter() - t0)
+            with clock("train"):
+                tr = train_task(params, paths, runtime)
+            with clock("arena"):
+                ar = arena_task(params, paths, runtime)
+        finally:
+            _progress.reset(token)
         with clock("dvc_record"):
             versioning.record(root)  # dvc.lock now describes the stages that ran
         with clock("promote"):
             pr = promote_task(paths)
         decision = "promoted" if pr.promoted else "rejected"
+        logger.info("generation %d: candidate %s: %s", generation, decision, story.decision_text(ar))
         with clock("git_commit"):
             commit = versioning.finish(root, generation, f"tri: generation {generation} ({decision}: candidate "
                                        f"{ar.a.mean:.2f} vs best {ar.b.mean:.2f})")
+        if commit is not None:
+            logger.info("generation %d: committed %s (tag gen-%04d): dvc repro re-creates it", generation,
+                        commit[:10], generation)
         with clock("picture"):  # after the commit: a picture for people never holds up the decision
             picture_task(params, paths, device)
         record = None
         if runtime.tracking:  # after the commit, so the run's provenance names the generation's own commit
             extra = _extra_metrics(sp, tr, start, phases)
             with clock("mlflow"):
-                record = track_task(params, paths, parent_run_id, extra)
+                record = track_task(params, paths, parent_run_id, extra, started)
     stage = sum(phases[k] for k in STAGE_PHASES)
     seconds = time.perf_counter() - start
     result = GenerationResult(generation, sp.games, sp.positions, sp.mean_score, sp.positions_per_second,
@@ -237,10 +291,19 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
                               phases)
     logger.info("generation %d %s in %.1f s (orchestration %.1f%%)", generation, decision, seconds,
                 100 * result.overhead)
+    story.publish_artifacts(result, sp, tr, ar, _mlflow_link(root, params, record, runtime),
+                            getattr(record, "run_id", None))
     return result
 
 
-@flow(name="tri-generation", validate_parameters=False)
+def _mlflow_link(root: Path, params: Params, record, runtime: Runtime) -> str | None:
+    """The address of the generation's MLflow run in the MLflow UI, if the UI's is known."""
+    if record is None or record.run_id is None or not runtime.mlflow_ui:
+        return None
+    return mlstore.run_link(root, params.game.name, record.run_id, runtime.mlflow_ui, runtime=runtime)
+
+
+@flow(name="tri-generation", flow_run_name=story.generation_run_name, validate_parameters=False)
 def generation_flow(root: str = ".", params_file: str | None = None, parent_run_id: str | None = None) -> dict:
     """One generation of the project at ``root`` (the next after its decision log)."""
     return asdict(run_generation(Path(root), params_file, parent_run_id))

@@ -30,7 +30,7 @@ from prefect.client.schemas.objects import StateType
 from prefect.exceptions import TerminationSignal
 from prefect.states import Crashed
 
-from pipelines import processes, serve
+from pipelines import processes, serve, story
 from pipelines.generation import configured
 from tri.config import Runtime, project_params
 from tri.record import runs, stores, versioning
@@ -61,7 +61,7 @@ def should_stop(results: list[dict], elapsed: float, *, generations: int | None,
     return None
 
 
-@flow(name="tri-loop", validate_parameters=False)
+@flow(name="tri-loop", flow_run_name=story.loop_run_name, validate_parameters=False)
 def loop_flow(root: str = ".", params_file: str | None = None, generations: int | None = None,
               minutes: float | None = None, plateau: int | None = None, echo: bool = False) -> list[dict]:
     """Run generations of the project at ``root`` until a stop condition; ``echo`` prints a
@@ -160,9 +160,11 @@ def prefect_server(root: Path) -> Iterator[str]:
 
 def run(root: Path, params_file: str | None = None, *, generations: int | None = None,
         minutes: float | None = None, plateau: int | None = None,
-        echo: Callable[[str], None] = print) -> list[dict]:
+        echo: Callable[[str], None] = print, terminal: bool = False) -> list[dict]:
     """``tri loop``: recover from a killed loop, then run :func:`loop_flow` against a Prefect
-    server (see the module docstring), printing a row per generation. Call
+    server (see the module docstring), printing a row per generation and, between rows, the
+    progress of the generation in flight (bars on a ``terminal``, else a line per stage every
+    10 s: :func:`pipelines.story.showing_progress`). Call
     :func:`tri.record.stores.configure` first. A stopped loop raises ``KeyboardInterrupt`` or Prefect's
     ``TerminationSignal`` after everything it started has ended."""
     root = Path(root).resolve()
@@ -175,8 +177,9 @@ def run(root: Path, params_file: str | None = None, *, generations: int | None =
                 echo(f"note: marked {crashed} Prefect flow run(s) a killed tri loop left running as Crashed")
             echo(HEADER)
             try:
-                return loop_flow(root=str(root), params_file=params_file, generations=generations,
-                                 minutes=minutes, plateau=plateau, echo=True)
+                with story.showing_progress(echo, terminal):
+                    return loop_flow(root=str(root), params_file=params_file, generations=generations,
+                                     minutes=minutes, plateau=plateau, echo=True)
             finally:
                 _drain_prefect()
 

@@ -101,11 +101,14 @@ def answers(url: str) -> bool:
         return False
 
 
-def wait_ready(started: list[tuple[Service, subprocess.Popen]], timeout: float = STARTUP_TIMEOUT) -> None:
-    """Return once every service answers its health URL; raise :class:`TriError` naming the first
-    that exits or is still silent after ``timeout`` seconds, and its log."""
+def wait_ready(started: list[tuple[Service, subprocess.Popen]], timeout: float = STARTUP_TIMEOUT,
+               ready: Callable[[Service, float], None] | None = None) -> None:
+    """Return once every service answers its health URL, calling ``ready(service, seconds)`` as
+    each does; raise :class:`TriError` naming the first that exits or is still silent after
+    ``timeout`` seconds, and its log."""
     waiting = list(started)
-    deadline = time.monotonic() + timeout
+    t0 = time.monotonic()
+    deadline = t0 + timeout
     while waiting:
         for item in list(waiting):
             service, proc = item
@@ -114,6 +117,8 @@ def wait_ready(started: list[tuple[Service, subprocess.Popen]], timeout: float =
                                f"see {service.log}")
             if answers(service.health):
                 waiting.remove(item)
+                if ready is not None:
+                    ready(service, time.monotonic() - t0)
         if waiting and time.monotonic() > deadline:
             service = waiting[0][0]
             raise TriError(f"the {service.name} did not answer on {service.address} within {timeout:g} s; "
@@ -159,12 +164,13 @@ def stop(proc: subprocess.Popen, grace: float = STOP_GRACE) -> None:
 def running(services: list[Service], cwd: Path, timeout: float = STARTUP_TIMEOUT,
             launching: Callable[[], AbstractContextManager] = nullcontext, *,
             die_with_parent: bool = False, records: list[Path] | None = None,
-            ) -> Iterator[list[subprocess.Popen]]:
+            ready: Callable[[Service, float], None] | None = None) -> Iterator[list[subprocess.Popen]]:
     """Start ``services`` at once, wait until all answer, yield their processes, and on exit
     (or a failed start) stop them in the order given. ``launching()`` is entered around the
     launches: hold signals back there, because an interrupt inside ``Popen``, after the fork
     but before it returns, would leave a server nobody stops. ``records[i]``: where to keep
-    the pid record of ``services[i]`` while it runs (see :func:`record`)."""
+    the pid record of ``services[i]`` while it runs (see :func:`record`). ``ready``: see
+    :func:`wait_ready`."""
     with ExitStack() as stack:
         started = []
         with launching():
@@ -178,7 +184,7 @@ def running(services: list[Service], cwd: Path, timeout: float = STARTUP_TIMEOUT
                 if records:
                     stack.callback(records[i].unlink, missing_ok=True)
                 stack.callback(stop, proc)
-        wait_ready(started, timeout)
+        wait_ready(started, timeout, ready)
         yield [proc for _, proc in started]
 
 

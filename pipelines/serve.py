@@ -2,9 +2,9 @@
 
 :func:`serve` starts the Prefect server and the MLflow UI as child processes (their state inside
 the project: ``<root>/.prefect``, ``<root>/.mlflow``; logs in ``<root>/.prefect/logs``), waits
-until both answer HTTP, registers two deployments against that server (``tri-generation/<name>``
-and ``tri-loop/<name>``, ``<name>`` the project folder's name; the loop optionally on an interval
-or cron schedule) and serves them from this process, one flow run at a time (a second generation
+until both answer HTTP (saying so as each does), registers two deployments against that server
+(``tri-generation/<name>-generation`` and ``tri-loop/<name>-loop``, ``<name>`` the project
+folder's name; the loop optionally on an interval or cron schedule) and serves them from this process, one flow run at a time (a second generation
 would also be refused by the project lock). Flow runs are child processes with this process's
 environment (``PREFECT_API_URL`` of the local server, the ``TRI_*`` settings) and the project as
 working directory.
@@ -29,9 +29,10 @@ from pathlib import Path
 
 from pipelines.processes import HOST, STARTUP_TIMEOUT, Service, check_port, running, stop_workers
 from tri import atomic
-from tri.config import Runtime
+from tri.config import Runtime, project_params
 from tri.errors import TriError
 from tri.record import mlstore, stores, versioning
+from tri.record.provenance import project_id
 
 PREFECT_PORT = 4200
 MLFLOW_PORT = 5000
@@ -105,8 +106,10 @@ def prefect_service(root: Path, port: int, *, ui: bool = True) -> Service:
     if not ui:
         command.append("--no-ui")
     address = f"http://{HOST}:{port}"
+    # The UI asks its API at this address (Prefect's default is port 4200, whatever the port).
     return Service("Prefect server", command, port, f"{address}/api/health", address,
-                   log_dir(root) / ("prefect-server.log" if ui else "loop-prefect-server.log"), "--prefect-port")
+                   log_dir(root) / ("prefect-server.log" if ui else "loop-prefect-server.log"), "--prefect-port",
+                   {"PREFECT_UI_API_URL": f"{address}/api"})
 
 
 def mlflow_service(root: Path, port: int, tracking_uri: str, artifact_location: str) -> Service:
@@ -206,9 +209,11 @@ def handling_interrupts(handler: Callable) -> Iterator[None]:
 # ---- deployments ----------------------------------------------------------------------------
 
 
-def deployment_name(root: Path) -> str:
-    """The deployments' name: the project folder's (``tri-loop/<name>`` in the UI)."""
-    return Path(root).resolve().name or "project"
+def deployment_name(root: Path, flow: str) -> str:
+    """A deployment's name: the project folder's and the flow's (``flow`` ``generation`` or
+    ``loop``), e.g. ``tri-loop/triangle-loop`` in the UI; its description holds the full path,
+    and its tags the project's id, for projects in folders of the same name."""
+    return f"{Path(root).resolve().name or 'project'}-{flow}"
 
 
 def make_runner(root: Path, params_file: str | None, schedule: Schedule, loop_stop: LoopStop,
@@ -228,14 +233,16 @@ def make_runner(root: Path, params_file: str | None, schedule: Schedule, loop_st
     from pipelines.generation import configured  # imports prefect (see above)
     from pipelines.loop import loop_flow  # imports prefect, and this module (see above)
 
-    name = deployment_name(root)
-    runner = Runner(name=f"tri-serve-{name}", limit=1, pause_on_shutdown=True)
+    runner = Runner(name=f"tri-serve-{Path(root).name}", limit=1, pause_on_shutdown=True)
     # Prefect's own SIGTERM handler calls sys.exit mid-loop; stop as on Ctrl-C instead.
     runner.handle_sigterm = on_sigterm
     common = {"root": str(root), "params_file": params_file}
-    runner.add_flow(configured(), name=name, parameters=common, tags=["tri"], concurrency_limit=1,
+    tags = ["tri", f"project:{Path(root).name}-{project_id(root)[:8]}"]
+    runner.add_flow(configured(), name=deployment_name(root, "generation"), parameters=common, tags=tags,
+                    concurrency_limit=1,
                     description=f"One generation of {root}: self-play, train, arena, promote, record.")
-    runner.add_flow(loop_flow, name=name, tags=["tri"], concurrency_limit=1, **schedule.kwargs(),
+    runner.add_flow(loop_flow, name=deployment_name(root, "loop"), tags=tags, concurrency_limit=1,
+                    **schedule.kwargs(),
                     parameters={**common, "generations": loop_stop.generations, "minutes": loop_stop.minutes,
                                 "plateau": loop_stop.plateau},
                     description=f"Generations of {root} until a stop condition (generations, minutes, "
@@ -272,6 +279,16 @@ def prefect_api(url: str) -> Iterator[None]:
             os.environ["PREFECT_API_URL"] = old
 
 
+def mlflow_links(root: Path, address: str) -> list[tuple[str, str]]:
+    """(label, address) of the project's experiment and registered model in the MLflow UI at
+    ``address``, those that exist (none before the first generation is logged)."""
+    try:
+        game = project_params(root).game.name
+    except TriError:
+        return []
+    return mlstore.links(root, game, address)
+
+
 # ---- the command ----------------------------------------------------------------------------
 
 
@@ -306,10 +323,19 @@ def _serve(root: Path, services: list[Service], schedule: Schedule, loop_stop: L
            timeout: float, echo: Callable[[str], None], tracking_uri: str) -> None:
     """:func:`serve`'s body, once the options are checked and the project is ours."""
     os.chdir(root)  # flow runs are processes started from this one: they inherit the directory
+    if len(services) > 1:  # flow runs inherit it too: their Prefect pages link to their MLflow runs
+        os.environ["TRI_MLFLOW_UI"] = services[1].address
     stopper = Stopper()
+    names = " and the ".join(service.name for service in services)
+    echo(f"starting the {names} (their state in {root}; about 15 s) ...")
+
+    def ready(service: Service, seconds: float) -> None:
+        echo(f"  {service.name} answers on {service.address} ({seconds:.1f} s)")
+
     with handling_interrupts(stopper):
         try:
-            with running(services, root, timeout, stopper.launching), prefect_api(f"{services[0].address}/api"):
+            with running(services, root, timeout, stopper.launching, ready=ready), \
+                    prefect_api(f"{services[0].address}/api"):
                 runner = make_runner(root, params_file, schedule, loop_stop, on_sigterm=stopper)
                 _announce(echo, root, services, tracking_uri, schedule, loop_stop)
                 try:
@@ -327,13 +353,17 @@ def _announce(echo: Callable[[str], None], root: Path, services: list[Service], 
               schedule: Schedule, loop_stop: LoopStop) -> None:
     """Tell the person where to look and how to stop."""
     prefect = services[0]
-    echo(f"Prefect UI: {prefect.address}  (deployments: {prefect.address}/deployments)")
+    echo(f"Prefect UI: {prefect.address}")
+    echo(f"  deployments:  {prefect.address}/deployments")
+    echo(f"  flow runs:    {prefect.address}/runs")
     if len(services) > 1:
         echo(f"MLflow UI:  {services[1].address}")
+        for label, url in mlflow_links(root, services[1].address):
+            echo(f"  {label}: {url}")
     else:
         echo(f"MLflow:     {tracking_uri} (TRI_MLFLOW_URI; no local UI started)")
-    name = deployment_name(root)
-    echo(f"serving tri-generation/{name} and tri-loop/{name} ({schedule.describe()}) for {root}")
+    echo(f"serving tri-generation/{deployment_name(root, 'generation')} and tri-loop/{deployment_name(root, 'loop')} "
+         f"({schedule.describe()}) for {root}")
     if loop_stop.endless and (schedule.interval is not None or schedule.cron is not None):
         echo("note: scheduled loop runs have no stop condition (--generations, --minutes, --plateau): "
              "each runs until cancelled and later ones wait")

@@ -113,8 +113,8 @@ def test_mlflow_runs_versions_and_champion(project):
         run = generation_runs[str(r["generation"])]
         assert run.info.run_id == r["mlflow_run_id"]
         assert run.data.params["mcts.simulations"] == str(PARAMS.mcts.simulations)
-        assert "train.loss" in run.data.metrics and "arena.diff_mean" in run.data.metrics
-        assert len(client.get_metric_history(run.info.run_id, "train.loss")) == r["train_steps"]
+        assert "2 training/loss" in run.data.metrics and "3 arena/difference" in run.data.metrics
+        assert len(client.get_metric_history(run.info.run_id, "2 training/loss")) == r["train_steps"]
     versions = client.search_model_versions("name='tri-triangle'")
     assert sorted(int(v.version) for v in versions) == [1, 2]
     assert str(client.get_model_version_by_alias("tri-triangle", "champion").version) == "1"

@@ -1,16 +1,23 @@
-"""Progress of the long steps: the meter, its reports, the stages' counts."""
+"""Progress of the long steps: the meter, its reports, the stages' counts, and what ``tri loop``
+prints when its output is not a terminal (a log, a pipe, CI): progress lines while a stage runs,
+its table rows, and nothing from another tool in between."""
 
 from __future__ import annotations
 
 import io
 import re
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
-from tri import arena, progress, selfplay, train
-
 from tests.pipeline_fixtures import PARAMS, save_model, with_section
+from tests.test_flow import git, new_project
+from tests.test_signals import loop_env
+from tri import arena, progress, selfplay, train
+from tri.params_yaml import dump_params
 
 
 class FakeClock:
@@ -84,3 +91,41 @@ def test_the_stages_report_what_they_do(tmp_path):
     games = [u for u in seen if u.stage == "arena"]
     assert games[-1].done == 2 * params.arena.games
     assert re.fullmatch(r"mean candidate -?\d+\.\d\d, greedy -?\d+\.\d\d", games[-1].figures)
+
+
+TABLE_ROW = re.compile(r"^\s+\d+\s+-?\d+\.\d\d\s+(\d+\.\d|reused)\s+")
+PROGRESS = re.compile(r"^  gen-\d{4} (self-play|train|arena)\s+\d+/\d+ (games|steps)(  .*)?  \d+:\d\d(  done)?$")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_tri_loop_shows_progress_and_only_its_own_lines_when_not_on_a_terminal(tmp_path):
+    from pipelines.loop import HEADER
+
+    root, home = new_project(tmp_path / "project"), tmp_path / "home"
+    home.mkdir()
+    slow = with_section(PARAMS, "selfplay", games=64, concurrent=8, max_moves=30)
+    (root / "params.yaml").write_text(dump_params(slow))
+    git(root, "commit", "-q", "-am", "params for a generation that takes a few seconds")
+    proc = subprocess.Popen([sys.executable, "-m", "tri.cli", "loop", "--root", str(root), "--generations", "1"],
+                            cwd=tmp_path, env=loop_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    lines = []  # (seconds since start, line) as the loop printed them
+    start = time.monotonic()
+    for line in proc.stdout:
+        lines.append((time.monotonic() - start, line.rstrip("\n")))
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 0, err[-3000:]
+    text = [line for _, line in lines]
+    assert text[0] == HEADER, text
+    assert text[-1] == "loop stops: 1 generation(s) done", text
+    # Nothing but tri's own lines: the table, the progress between its rows, the stop line.
+    foreign = [line for line in text[1:-1] if not (TABLE_ROW.match(line) or PROGRESS.match(line))]
+    assert foreign == [], foreign
+    assert err == "", err
+    # Each stage is heard while it runs (a line without "done"), then when it ends, before the row.
+    for stage in ("self-play", "train", "arena"):
+        mine = [(t, line) for t, line in lines if PROGRESS.match(line) and f" {stage} " in line]
+        assert mine and not mine[0][1].endswith("done") and mine[-1][1].endswith("done"), (stage, text)
+        assert mine[0][0] < mine[-1][0], (stage, lines)  # printed as it ran, not all at the end
+    row = next(i for i, line in enumerate(text) if TABLE_ROW.match(line))
+    assert row == len(text) - 2

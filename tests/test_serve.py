@@ -28,10 +28,9 @@ import pytest
 
 from pipelines import processes
 from pipelines import serve as serving  # imports no prefect: safe before any PREFECT_HOME is set
+from tests.pipeline_fixtures import PARAMS, assert_clean_error, write_params
 from tri import layout
 from tri.errors import TriError
-
-from tests.pipeline_fixtures import PARAMS, assert_clean_error, write_params
 
 READY = "Press Ctrl-C to stop"
 STARTUP = 150  # seconds for both servers on a busy machine (about 10-40 s usually)
@@ -155,6 +154,8 @@ def test_both_uis_answer_and_addresses_are_printed(served):
     assert answers(served["prefect"])  # the UI's page
     assert answers(f"{served['mlflow']}/health")
     assert answers(served["mlflow"])
+    # The Prefect UI asks the API on the port it was given (Prefect's default would be 4200).
+    assert get_json(f"{served['prefect']}/ui-settings")["api_url"] == f"{served['prefect']}/api"
     text = served["text"]
     assert f"Prefect UI: {served['prefect']}" in text and f"MLflow UI:  {served['mlflow']}" in text
     assert "Traceback" not in text, text
@@ -179,7 +180,9 @@ def test_deployments_registered_with_the_loop_schedule(served, client):
     deployments = {client.read_flow(d.flow_id).name: d for d in client.read_deployments()}
     assert set(deployments) == {"tri-generation", "tri-loop"}
     generation, loop = deployments["tri-generation"], deployments["tri-loop"]
-    assert generation.name == loop.name == root.name
+    assert (generation.name, loop.name) == (f"{root.name}-generation", f"{root.name}-loop")
+    assert str(root) in generation.description and str(root) in loop.description
+    assert any(t.startswith(f"project:{root.name}-") for t in generation.tags)
     assert generation.parameters == {"root": str(root), "params_file": None}
     assert loop.parameters == {"root": str(root), "params_file": None, "generations": None, "minutes": None,
                                "plateau": None}
@@ -192,7 +195,7 @@ def test_deployments_registered_with_the_loop_schedule(served, client):
 
 
 def test_a_generation_run_from_the_api_completes_in_the_project(served, client):
-    deployment = client.read_deployment_by_name(f"tri-generation/{served['root'].name}")
+    deployment = client.read_deployment_by_name(f"tri-generation/{served['root'].name}-generation")
     start = time.monotonic()
     run = client.create_flow_run_from_deployment(deployment.id)
     while time.monotonic() - start < RUN:
@@ -208,11 +211,37 @@ def test_a_generation_run_from_the_api_completes_in_the_project(served, client):
     model = get_json(f"{served['mlflow']}/api/2.0/mlflow/registered-models/get?name=tri-triangle")
     assert [v["version"] for v in model["registered_model"]["latest_versions"]] == ["1"]
     print(f"generation run {time.monotonic() - start:.1f} s")
+    # What the Prefect UI shows of it: its name, readable task names, a line per stage, artifacts.
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterId,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
+
+    assert run.name == "gen-0001"
+    tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id])))
+    assert sorted({t.name for t in tasks}) == ["arena", "draw the candidate's game", "log to MLflow", "promote",
+                                               "selfplay shard 0", "selfplay shard 1", "train"]
+    logs = [entry.message for entry in client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))]
+    for stage in ("self-play", "train", "arena"):
+        assert any(m.startswith(stage) and m.endswith("done") for m in logs), (stage, logs)
+    assert any("candidate promoted" in m or "candidate rejected" in m for m in logs), logs
+    artifacts = {a.key: a for a in client.read_artifacts(
+        artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))}
+    assert set(artifacts) == {"arena", "generation", "mlflow-run"}, artifacts
+    assert artifacts["arena"].type == "markdown" and "| candidate |" in artifacts["arena"].data
+    assert artifacts["generation"].type == "table"
+    link = artifacts["mlflow-run"]  # a link artifact is markdown holding the link
+    assert link.data.startswith(f"[gen-0001 in MLflow]({served['mlflow']}/#/experiments/"), link.data
+    assert not any(m.startswith("Finished in state") for m in logs[1:-1]), logs  # only the flow's own, last
 
 
 def test_sigint_stops_a_loop_in_flight_and_every_process_and_home_stays_empty(served, client):
     root = served["root"]
-    deployment = client.read_deployment_by_name(f"tri-loop/{root.name}")
+    deployment = client.read_deployment_by_name(f"tri-loop/{root.name}-loop")
     run = client.create_flow_run_from_deployment(deployment.id, parameters={"generations": 5})
     deadline = time.monotonic() + 240  # a generation takes ~20 s here, minutes on a loaded machine
     while not layout.selfplay_dir(root, 2).exists():  # the loop's first generation is under way

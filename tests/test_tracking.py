@@ -10,6 +10,7 @@ alias must move 1 -> 1 -> 3.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import re
@@ -35,6 +36,8 @@ ALWAYS = with_section(PARAMS, "arena", rule="mean", threshold=-1e9)
 NEVER = with_section(PARAMS, "arena", rule="mean", threshold=1e9)
 PLAN = {1: ALWAYS, 2: NEVER, 3: ALWAYS}
 LOCAL = Runtime(workers=1, device="cpu", tracking=True, mlflow_uri=None)
+# When each generation ran (epoch ms), as the flow passes them: long before it is logged.
+SPANS = {g: (1_700_000_000_000 + g * 1_000_000, 1_700_000_000_000 + g * 1_000_000 + 107_250) for g in PLAN}
 
 
 def paths_of(root: Path, g: int, params: Params = PARAMS) -> layout.GenerationPaths:
@@ -52,9 +55,9 @@ def run_generation(params: Params, root: Path, g: int) -> None:
         save_checkpoint(initial_checkpoint(make_game(params.game), params.net), layout.model_path(root, 0))
         atomic.copy(layout.model_path(root, 0), best)
     paths = paths_of(root, g, params)
-    selfplay.run(params, paths.player, paths.selfplay, generation=g, runtime=ONE, progress=False)
+    selfplay.run(params, paths.player, paths.selfplay, generation=g, runtime=ONE)
     train.run(params, paths.start, list(paths.window), paths.candidate, generation=g,
-              metrics=paths.train_metrics, losses=paths.train_losses, progress=False)
+              metrics=paths.train_metrics, losses=paths.train_losses)
     arena.run(params, str(paths.candidate), str(paths.player), generation=g, out=paths.arena, runtime=ONE,
               labels=("candidate", "best"))
     promote.run(paths.arena, paths.candidate, paths.best, rejected=paths.rejected, log=paths.promotions,
@@ -86,7 +89,9 @@ def project(tmp_path_factory):
         for g, params in PLAN.items():
             start = time.perf_counter()
             records[g] = runs.log_generation(params, paths_of(root, g), parent_run_id=parent,
-                                             metrics={"selfplay_seconds": 2.0}, runtime=LOCAL)
+                                             metrics={"selfplay_seconds": 2.0, "generation_seconds": 30.0,
+                                                      "time_arena": 4.0},
+                                             start_time_ms=SPANS[g][0], end_time_ms=SPANS[g][1], runtime=LOCAL)
             seconds[g] = time.perf_counter() - start
         runs.end_loop(root, parent)
         from mlflow import MlflowClient
@@ -154,7 +159,7 @@ def test_runs_params_metrics_and_provenance(project):
         tags, params = run.data.tags, run.data.params
         assert run.info.run_name == f"gen-{g:04d}" and run.info.status == "FINISHED"
         assert tags["mlflow.parentRunId"] == project["parent"] and run.info.run_id == project["records"][g].run_id
-        assert tags["tri.root"] == str(root.resolve()) and tags["tri.version"]
+        assert tags["tri.project_name"] == root.name and "tri.root" not in tags and tags["tri.version"]
         assert (tags["tri.seed.selfplay"], tags["tri.seed.train"], tags["tri.seed.arena"], tags["tri.seed.net"]) == \
             tuple(str(s) for s in (PARAMS.selfplay.seed, PARAMS.train.seed, PARAMS.arena.seed, PARAMS.net.seed))
         assert tags["tri.dvc.train.models/best.pt"] == "0123456789abcdef0123456789abcdef"
@@ -166,24 +171,32 @@ def test_runs_params_metrics_and_provenance(project):
         assert "game.triangle.templates" not in params and max(len(v) for v in params.values()) <= 250
         # Metric histories: one loss per training step, one score per self-play game.
         train = json.loads(layout.train_metrics_path(root, g).read_text())
-        losses = client.get_metric_history(run.info.run_id, "train.loss")
+        losses = client.get_metric_history(run.info.run_id, "2 training/loss")
         assert sorted(m.step for m in losses) == list(range(train["steps"]))
         csv_rows = layout.train_losses_path(root, g).read_text().splitlines()[1:]
         assert sorted(m.value for m in losses) == pytest.approx(sorted(float(r.split(",")[2]) for r in csv_rows))
-        assert len(client.get_metric_history(run.info.run_id, "train.lr")) == train["steps"]
-        scores = client.get_metric_history(run.info.run_id, "selfplay.score")
+        assert len(client.get_metric_history(run.info.run_id, "5 training details/learning rate")) == train["steps"]
+        scores = client.get_metric_history(run.info.run_id, "1 self-play/score by game")
         assert sorted(m.step for m in scores) == list(range(PARAMS.selfplay.games))
         arena = json.loads(layout.arena_path(root, g).read_text())
         m = run.data.metrics
-        assert m["arena.promoted"] == float(g != 2) and m["arena.diff_mean"] == pytest.approx(arena["diff_mean"])
-        assert m["arena.candidate_mean"] == pytest.approx(arena["a"]["mean"])
-        assert m["arena.wins"] + m["arena.ties"] + m["arena.losses"] == PARAMS.arena.games
-        assert m["selfplay.games"] == PARAMS.selfplay.games and m["selfplay.positions"] > 0
-        assert m["selfplay.positions_per_second"] == pytest.approx(m["selfplay.positions"] / 2.0)
-        assert m["selfplay_seconds"] == 2.0 and m["train.steps"] == train["steps"]
-    # The loop's run has one point per generation.
-    history = client.get_metric_history(project["parent"], "gen.candidate_mean")
-    assert sorted(h.step for h in history) == [1, 2, 3]
+        assert m["3 arena/promoted"] == float(g != 2) and m["3 arena/difference"] == pytest.approx(arena["diff_mean"])
+        assert m["3 arena/candidate mean"] == pytest.approx(arena["a"]["mean"])
+        assert m["4 arena details/wins"] + m["4 arena details/ties"] + m["4 arena details/losses"] == \
+            PARAMS.arena.games
+        assert m["6 self-play details/games"] == PARAMS.selfplay.games and m["6 self-play details/positions"] > 0
+        assert m["9 timing/self-play positions per second"] == \
+            pytest.approx(m["6 self-play details/positions"] / 2.0)
+        assert m["9 timing/self-play seconds"] == 2.0 and m["5 training details/steps"] == train["steps"]
+        assert m["9 timing/generation seconds"] == 30.0 and m["9 timing/phase arena seconds"] == 4.0
+        assert m["2 training/final loss"] == pytest.approx(train["loss"], rel=1e-6)
+        assert m["1 self-play/mean score"] > 0
+    # The loop's run has one point per generation (step = generation) of each curve, with the values
+    # of the generations' runs.
+    for key in ("1 self-play/mean score", "2 training/final loss", "3 arena/candidate mean", "3 arena/best mean",
+                "3 arena/difference", "3 arena/promoted", "9 timing/generation seconds"):
+        history = client.get_metric_history(project["parent"], key)
+        assert {h.step: h.value for h in history} == pytest.approx({g: r.data.metrics[key] for g, r in runs.items()})
 
 
 def test_artifacts(project, tmp_path):
@@ -239,7 +252,10 @@ def test_logging_again_changes_nothing(project):
     assert {g: r.info.run_id for g, r in after.items()} == {g: r.info.run_id for g, r in before.items()}
     assert len(client.search_model_versions("name='tri-triangle'")) == 3
     steps = json.loads(layout.train_metrics_path(project["root"], 1).read_text())["steps"]
-    assert len(client.get_metric_history(after[1].info.run_id, "train.loss")) == steps
+    assert len(client.get_metric_history(after[1].info.run_id, "2 training/loss")) == steps
+    assert {g: (r.info.start_time, r.info.end_time) for g, r in after.items()} == SPANS  # the first log's times
+    # The loop's curves keep one point per generation.
+    assert sorted(h.step for h in client.get_metric_history(project["parent"], "3 arena/candidate mean")) == [1, 2, 3]
 
 
 def test_logging_is_fast(project):
@@ -307,6 +323,127 @@ def test_cli_arena_with_the_champion(project):
     assert proc.returncode == 0, proc.stderr
     assert "models:/tri-triangle@champion" in proc.stdout
     assert not (root / "mlruns").exists() and not (root / "mlflow.db").exists()
+
+
+def test_runs_span_the_generations_real_times(project):
+    """A generation's run starts and ends when the flow says the generation did (107.25 s here),
+    not while it is logged; the loop's run spans its generations' logging."""
+    for g, run in generation_runs(project).items():
+        assert (run.info.start_time, run.info.end_time) == SPANS[g]
+        assert run.info.end_time - run.info.start_time == 107_250
+    parent = project["client"].get_run(project["parent"]).info
+    assert parent.end_time >= parent.start_time > SPANS[3][1]
+
+
+def test_experiments_are_machine_learning_experiments(project, tmp_path):
+    """MLflow's UI shows an experiment tagged ``custom_model_development`` as a machine-learning
+    one; tri tags its experiments so, and an older tri's experiment when it next logs to it."""
+    client = project["client"]
+    assert client.get_experiment_by_name("tri-triangle").tags[mlstore.KIND_TAG] == "custom_model_development"
+    made, s = mlstore.open_store(tmp_path, LOCAL, create=True)
+    fresh = mlstore.experiment_id(made, s, "fresh")
+    assert made.get_experiment(fresh).tags[mlstore.KIND_TAG] == "custom_model_development"  # from its creation
+    old = made.create_experiment("tri-old", artifact_location=s.artifact_location)  # as tri made them before
+    assert mlstore.KIND_TAG not in made.get_experiment(old).tags
+    assert mlstore.experiment_id(made, s, "old") == old
+    assert made.get_experiment(old).tags[mlstore.KIND_TAG] == "custom_model_development"
+    chosen = made.create_experiment("tri-chosen", tags={mlstore.KIND_TAG: "genai_development"})
+    assert mlstore.experiment_id(made, s, "chosen") == chosen  # a kind someone set is theirs
+    assert made.get_experiment(chosen).tags[mlstore.KIND_TAG] == "genai_development"
+
+
+def test_metrics_come_in_sections_in_the_order_that_matters(project):
+    """MLflow's charts make a panel of each prefix before a ``/``, panels sorted by name: every
+    metric of a generation has a section, self-play, training and the arena first, timing last."""
+    sections = {k.split("/")[0] for r in generation_runs(project).values() for k in r.data.metrics}
+    assert sorted(sections) == ["1 self-play", "2 training", "3 arena", "4 arena details", "5 training details",
+                                "6 self-play details", "9 timing"]
+    loop = project["client"].get_run(project["parent"]).data.metrics
+    assert sorted({k.split("/")[0] for k in loop}) == ["1 self-play", "2 training", "3 arena", "9 timing"]
+    assert outputs.extra_name("time_git_commit") == "9 timing/phase git commit seconds"
+    assert outputs.extra_name("something_else") == "something_else"  # logged as given
+    assert outputs.read_metric({"generation_seconds": 5.0}, outputs.GENERATION_SECONDS) == 5.0  # an older run
+
+
+def test_the_loop_run_carries_the_curve_and_the_table(project, tmp_path):
+    client, parent = project["client"], project["parent"]
+    assert {a.path for a in client.list_artifacts(parent)} >= {"learning-curve.png", "generations.md",
+                                                                  "generations.csv"}
+    local = Path(client.download_artifacts(parent, "", str(tmp_path)))
+    png = (local / "learning-curve.png").read_bytes()
+    assert png[:8] == PNG_SIGNATURE and len(png) > 2000
+    gens = generation_runs(project)
+    rows = list(csv.DictReader((local / "generations.csv").read_text().splitlines()))
+    assert [r["generation"] for r in rows] == ["1", "2", "3"]
+    assert [r["promoted"] for r in rows] == ["true", "false", "true"]
+    for r in rows:
+        m = gens[int(r["generation"])].data.metrics
+        assert float(r["selfplay_mean"]) == pytest.approx(m["1 self-play/mean score"], rel=1e-5)
+        assert float(r["loss"]) == pytest.approx(m["2 training/final loss"], rel=1e-5)
+        assert float(r["candidate"]) == pytest.approx(m["3 arena/candidate mean"], rel=1e-5)
+        assert float(r["best"]) == pytest.approx(m["3 arena/best mean"], rel=1e-5)
+    table = (local / "generations.md").read_text().splitlines()
+    assert table[2] == "| generation | self-play mean | loss | candidate | best | promoted |"
+    assert [line.split("|")[-2].strip() for line in table[4:7]] == ["yes", "no", "yes"]
+
+
+def test_a_new_loop_gets_the_points_of_generations_it_reuses(project):
+    """A loop that logs again generations recorded before (a resumed run) has them on its curves."""
+    root, client = project["root"], project["client"]
+    second = runs.start_loop(root, ALWAYS, name="second-loop")
+    for g, params in PLAN.items():
+        runs.log_generation(params, paths_of(root, g), parent_run_id=second, runtime=LOCAL)
+    runs.end_loop(root, second)
+    history = client.get_metric_history(second, "1 self-play/mean score")
+    assert sorted(h.step for h in history) == [1, 2, 3]
+    assert all(r.data.tags["mlflow.parentRunId"] == second for r in generation_runs(project).values())
+    assert {a.path for a in client.list_artifacts(second)} >= {"learning-curve.png", "generations.csv"}
+
+
+def test_no_tag_or_param_holds_an_absolute_path(project):
+    """Records are portable: nothing in a run's or a registered version's tags or params names the
+    project's folder on this machine (the project is an id and a folder name)."""
+    client, root = project["client"], project["root"].resolve()
+    found = []
+    for exp in client.search_experiments():
+        for run in client.search_runs([exp.experiment_id]):
+            found += [(run.info.run_name, k, v) for k, v in {**run.data.tags, **run.data.params}.items()]
+    for v in client.search_model_versions("name='tri-triangle'"):
+        found += [(f"version {v.version}", k, value) for k, value in v.tags.items()]
+    assert len(found) > 100
+    bad = [(who, k, v) for who, k, v in found
+           if str(root) in v or str(root.parent) in v or v.startswith(("/", "file:")) or k.startswith("/")]
+    assert not bad, bad
+
+
+def test_links_to_the_ui(project, tmp_path):
+    """``tri serve`` prints the addresses of the experiment, the project's latest loop and the
+    registered model, in the UI's machine-learning view; only those that exist, creating nothing."""
+    root, client = project["root"], project["client"]
+    exp = client.get_experiment_by_name("tri-triangle").experiment_id
+    latest = client.search_runs([exp], "tags.`tri.kind` = 'loop'", order_by=["attributes.start_time DESC"])[0]
+    got = mlstore.links(root, "triangle", "http://127.0.0.1:5000/", runtime=LOCAL)
+    assert got == [
+        ("MLflow experiment tri-triangle",
+         f"http://127.0.0.1:5000/#/experiments/{exp}/runs?workflowType=machine_learning&compareRunsMode=CHART"),
+        (f"MLflow latest loop {latest.info.run_name}",
+         (f"http://127.0.0.1:5000/#/experiments/{exp}/runs/{latest.info.run_id}/model-metrics"
+          "?workflowType=machine_learning")),
+        ("MLflow model tri-triangle", "http://127.0.0.1:5000/#/models/tri-triangle?workflowType=machine_learning")]
+    # An experiment (of evaluations) without a loop or a registered model
+    made, s = mlstore.open_store(root, LOCAL, create=False)
+    mlstore.experiment_id(made, s, "tictactoe")
+    ttt = mlstore.links(root, "tictactoe", "http://h:1", runtime=LOCAL)
+    assert [label for label, _ in ttt] == ["MLflow experiment tri-tictactoe"]
+    assert mlstore.links(root, "connect4", "http://h:1", runtime=LOCAL) == []
+    assert mlstore.links(tmp_path, "triangle", "http://h:1", runtime=LOCAL) == []
+    assert list(tmp_path.iterdir()) == []  # no store was created
+    assert mlstore.links(root, "triangle", "http://h:1", runtime=Runtime(tracking=False)) == []
+    # A generation's run, for the link on its Prefect page
+    run = generation_runs(project)[2].info.run_id
+    assert runs.run_link(root, "triangle", run, "http://h:1/", runtime=LOCAL) == \
+        f"http://h:1/#/experiments/{exp}/runs/{run}/model-metrics?workflowType=machine_learning"
+    assert runs.run_link(tmp_path, "triangle", run, "http://h:1", runtime=LOCAL) is None
 
 
 def test_interrupted_and_changed_generations_are_replaced(project):

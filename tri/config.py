@@ -227,6 +227,8 @@ class Runtime(BaseSettings):
     tracking: bool = Field(True, description="log generations to MLflow (TRI_TRACKING=false: off)")
     mlflow_uri: str | None = Field(None, description="MLflow tracking URI (a server URL or any URI); "
                                                      "default: a SQLite file under <project>/.mlflow")
+    mlflow_ui: str | None = Field(None, description="address of an MLflow UI showing the project's runs, "
+                                                    "for links on the Prefect pages (tri serve sets it)")
     versioning: bool = Field(True, description="in a DVC project, record each generation in dvc.lock and "
                                                "commit it to git (TRI_VERSIONING=false: off)")
     task_runner: Literal["threads", "processes", "dask"] = Field(

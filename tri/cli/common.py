@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from tri.errors import TriError
+from tri.progress import for_stream
 
 PARAMS_OPTION = click.option(
     "--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -20,10 +22,6 @@ PROGRESS_OPTION = click.option(
 
 def progress_report(enabled: bool):
     """The :mod:`tri.progress` report of ``--progress`` (None with ``--no-progress``)."""
-    import sys
-
-    from tri.progress import for_stream
-
     return for_stream(sys.stderr) if enabled else None
 
 

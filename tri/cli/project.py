@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -15,9 +16,9 @@ from tri import layout
 from tri.cli.common import PARAMS_OPTION
 from tri.config import Runtime, load_params, project_params, recipe_params
 from tri.errors import TriError
+from tri.games import DEFAULT_GAME, GAMES
 from tri.params_yaml import describe_params, dump_params
 from tri.record import stores, versioning
-from tri.games import DEFAULT_GAME, GAMES
 from tri.record.project import new_project
 from tri.record.report import learning_curve, plot
 from tri.selfplay import check_params
@@ -76,7 +77,7 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
     try:
         with _stop_on_signals():
             loop.run(root, params_file, generations=generations, minutes=minutes, plateau=plateau,
-                     echo=click.echo)
+                     echo=click.echo, terminal=sys.stdout.isatty())
     except (KeyboardInterrupt, TerminationSignal):
         click.echo("tri loop: stopped; the generation in flight was not recorded (run tri loop again to "
                    "redo it)", err=True)

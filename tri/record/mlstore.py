@@ -8,6 +8,10 @@ directory): every call goes through an explicit client.
 
 One experiment and one registered model per game, both named ``tri-<game>``: runs are written
 by :mod:`tri.record.runs`, registered versions read back by :mod:`tri.record.registry`.
+Experiments are machine-learning ones (tag ``mlflow.experimentKind``), and :func:`links` gives
+the UI's addresses of the experiment, the project's latest loop and the registered model, opened
+on their runs and charts (MLflow 3's UI starts in its GenAI view unless the address says
+``workflowType=machine_learning``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from tri.config import Runtime
 from tri.errors import TriError
+from tri.record.provenance import project_id
 
 STORE_DIR = ".mlflow"
+# The experiment's type ("Machine learning", not "GenAI apps & agents"), shown in its header by MLflow
+# 3.17's UI, which opens the runs rather than traces for it where it reads the type from this tag.
+KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
+# MLflow 3.17's UI chooses its view (GenAI or "Model training") from this address parameter, else from
+# the browser's last choice (GenAI at first): every address tri gives carries it.
+UI_VIEW = "workflowType=machine_learning"
 _clients: dict[str, Any] = {}  # one client per store URI: connecting to SQLite costs ~0.7 s
 
 
@@ -90,16 +102,66 @@ def open_store(root: Path, runtime: Runtime | None, *, create: bool):
 
 
 def experiment_id(mlflow_client, s: Store, game: str) -> str:
-    """The id of experiment ``tri-<game>``, created (or restored) if needed."""
+    """The id of experiment ``tri-<game>``, created (or restored) if needed, a machine-learning
+    experiment (:data:`KIND_TAG`: set on one made by an older tri, a kind set by hand is kept)."""
     name = experiment_name(game)
     exp = mlflow_client.get_experiment_by_name(name)
     if exp is None:
         try:
-            return mlflow_client.create_experiment(name, artifact_location=s.artifact_location)
+            return mlflow_client.create_experiment(name, artifact_location=s.artifact_location,
+                                                   tags={KIND_TAG: KIND})
         except Exception as exc:  # created meanwhile by another process
             if getattr(exc, "error_code", "") != "RESOURCE_ALREADY_EXISTS":
                 raise
             exp = mlflow_client.get_experiment_by_name(name)
     if exp.lifecycle_stage == "deleted":
         mlflow_client.restore_experiment(exp.experiment_id)
+    if KIND_TAG not in exp.tags:
+        mlflow_client.set_experiment_tag(exp.experiment_id, KIND_TAG, KIND)
     return exp.experiment_id
+
+
+def links(root: Path, game: str, base_url: str, *, runtime: Runtime | None = None) -> list[tuple[str, str]]:
+    """``(label, address)`` of the MLflow UI at ``base_url`` for the project ``root``'s game: the
+    experiment ``tri-<game>`` (its runs and their charts), the project's latest loop run (its
+    curves over the generations) and the registered model ``tri-<game>``, those that exist.
+    Creates nothing: no store, or tracking off, gives ``[]``."""
+    try:
+        made, _ = open_store(root, runtime, create=False)
+    except TriError:
+        return []
+    if made is None:
+        return []
+    base, name, out = base_url.rstrip("/"), experiment_name(game), []
+    exp = made.get_experiment_by_name(name)
+    if exp is not None and exp.lifecycle_stage == "active":
+        out.append((f"MLflow experiment {name}",  # its runs beside their charts (a loop's curves first)
+                    f"{base}/#/experiments/{exp.experiment_id}/runs?{UI_VIEW}&compareRunsMode=CHART"))
+        loops = made.search_runs([exp.experiment_id], f"tags.`tri.project` = '{project_id(Path(root).resolve())}' "
+                                                      "and tags.`tri.kind` = 'loop'",
+                                 order_by=["attributes.start_time DESC"], max_results=1)
+        if loops:
+            run = loops[0].info
+            out.append((f"MLflow latest loop {run.run_name}",
+                        f"{base}/#/experiments/{exp.experiment_id}/runs/{run.run_id}/model-metrics?{UI_VIEW}"))
+    try:
+        made.get_registered_model(model_name(game))
+    except Exception as exc:
+        if getattr(exc, "error_code", "") != "RESOURCE_DOES_NOT_EXIST":
+            raise
+    else:
+        out.append((f"MLflow model {model_name(game)}", f"{base}/#/models/{quote(model_name(game))}?{UI_VIEW}"))
+    return out
+
+
+def run_link(root: Path, game: str, run_id: str, base_url: str, *, runtime: Runtime | None = None) -> str | None:
+    """The address of run ``run_id`` of experiment ``tri-<game>`` in the MLflow UI at ``base_url``,
+    on its charts; None when the store or the experiment does not exist (creates nothing)."""
+    try:
+        made, _ = open_store(root, runtime, create=False)
+    except TriError:
+        return None
+    exp = made.get_experiment_by_name(experiment_name(game)) if made is not None else None
+    if exp is None:
+        return None
+    return f"{base_url.rstrip('/')}/#/experiments/{exp.experiment_id}/runs/{run_id}/model-metrics?{UI_VIEW}"

@@ -5,6 +5,10 @@
 Only files are read here, at the paths :func:`tri.layout.generation_paths` gives: nothing is
 played or computed again (the flow draws the candidate's game before, into
 ``data/pictures/``), and no stage's code is imported.
+
+Metric names are ``SECTION/name``: MLflow's charts put each section (the text before the ``/``)
+in a panel of its own, panels in alphabetical order, so the numbered sections put what tells
+whether training works first (self-play score, losses, the arena's means) and timings last.
 """
 
 from __future__ import annotations
@@ -21,14 +25,45 @@ from typing import Any
 
 from tri import layout
 from tri.arena_result import ArenaResult, load_result
-from tri.config import Params
-from tri.params_yaml import dump_params
-from tri.errors import TriError
-from tri.record import report
 from tri.atomic import sha256
+from tri.config import Params
+from tri.errors import TriError
+from tri.params_yaml import dump_params
+from tri.record import report
 from tri.record.registry import CHECKPOINT_DIR, CHECKPOINT_FILE
 
 ROLES = ("candidate", "best")  # the arena's players a and b, as the flow names them
+
+# Sections of the charts (the UI orders panels alphabetically: the numbers order them).
+SELFPLAY, TRAINING, ARENA = "1 self-play", "2 training", "3 arena"
+ARENA_MORE, TRAINING_MORE, SELFPLAY_MORE, TIMING = ("4 arena details", "5 training details",
+                                                    "6 self-play details", "9 timing")
+MEAN_SCORE = f"{SELFPLAY}/mean score"
+FINAL_LOSS = f"{TRAINING}/final loss"
+CANDIDATE_MEAN, BEST_MEAN = f"{ARENA}/candidate mean", f"{ARENA}/best mean"
+DIFFERENCE, SCORE_RATE, PROMOTED = f"{ARENA}/difference", f"{ARENA}/score rate", f"{ARENA}/promoted"
+GENERATION_SECONDS = f"{TIMING}/generation seconds"
+POSITIONS_PER_SECOND = f"{TIMING}/self-play positions per second"
+# What the flow measures beyond the files (its names, see pipelines/generation.py) -> tri's names.
+_EXTRA = {"selfplay_seconds": f"{TIMING}/self-play seconds", "selfplay.seconds": f"{TIMING}/self-play seconds",
+          "selfplay_positions_per_second": POSITIONS_PER_SECOND,
+          "selfplay.positions_per_second": POSITIONS_PER_SECOND,
+          "train_seconds": f"{TIMING}/training seconds", "generation_seconds": GENERATION_SECONDS}
+# The names of records written before these sections (read back by the table of generations).
+LEGACY = {MEAN_SCORE: "selfplay.mean_score", FINAL_LOSS: "train.final_loss", CANDIDATE_MEAN: "arena.candidate_mean",
+          BEST_MEAN: "arena.best_mean", PROMOTED: "arena.promoted", GENERATION_SECONDS: "generation_seconds"}
+
+
+def read_metric(values: Mapping[str, float], key: str) -> float | None:
+    """``values[key]`` (a run's metrics), or its name before the sections if the run is older."""
+    value = values.get(key)
+    return values.get(LEGACY.get(key, key)) if value is None else value
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
 @dataclass
 class Inputs:
     """What the stages of one generation wrote, read once."""
@@ -92,37 +127,42 @@ def read_inputs(params: Params, paths: layout.GenerationPaths) -> Inputs:
 def _selfplay_metrics(g, extra: Mapping[str, float], game_players: int) -> list[tuple[str, float, int]]:
     out: list[tuple[str, float, int]] = []
     for i, score in zip(g["game"].to_list(), g["score"].to_list()):
-        out.append(("selfplay.score", float(score), int(i)))
+        out.append((f"{SELFPLAY}/score by game", float(score), int(i)))
     positions = int(g["steps"].sum())
-    out += [("selfplay.games", g.height, 0), ("selfplay.positions", positions, 0),
-            ("selfplay.mean_score", float(g["score"].mean()), 0),
-            ("selfplay.max_score", float(g["score"].max()), 0),
-            ("selfplay.mean_steps", float(g["steps"].mean()), 0),
-            ("selfplay.terminal_fraction", float(g["terminal"].cast(float).mean()), 0)]
+    out += [(MEAN_SCORE, float(g["score"].mean()), 0), (f"{SELFPLAY}/max score", float(g["score"].max()), 0),
+            (f"{SELFPLAY}/mean steps", float(g["steps"].mean()), 0),
+            (f"{SELFPLAY}/terminal fraction", float(g["terminal"].cast(float).mean()), 0),
+            (f"{SELFPLAY_MORE}/games", g.height, 0), (f"{SELFPLAY_MORE}/positions", positions, 0)]
     skip = {"game", "seed", "score", "steps", "terminal", "generation", "model_id"}
     for col in g.columns:
         if col not in skip and g[col].dtype.is_numeric() and (col != "outcome" or game_players == 2):
-            out.append((f"selfplay.mean_{col}", float(g[col].mean()), 0))
+            out.append((f"{SELFPLAY_MORE}/mean {_words(col)}", float(g[col].mean()), 0))
     seconds = extra.get("selfplay.seconds") or extra.get("selfplay_seconds")
     if seconds and not ({"selfplay.positions_per_second", "selfplay_positions_per_second"} & set(extra)):
-        out.append(("selfplay.positions_per_second", positions / float(seconds), 0))
+        out.append((POSITIONS_PER_SECOND, positions / float(seconds), 0))
     return out
 
 
 def _train_metrics(inputs: Inputs) -> list[tuple[str, float, int]]:
     out: list[tuple[str, float, int]] = []
-    for row in inputs.losses:
+    for row in inputs.losses:  # a curve over the training steps per column (loss, policy_loss, value_loss, lr)
         step = int(row["step"])
-        out += [(f"train.{k}", float(v), step) for k, v in row.items() if k != "step" and v not in ("", None)]
+        for k, v in row.items():
+            if k != "step" and v not in ("", None):
+                name = f"{TRAINING}/{_words(k)}" if "loss" in k else \
+                    f"{TRAINING_MORE}/{'learning rate' if k == 'lr' else _words(k)}"
+                out.append((name, float(v), step))
     t = inputs.train
-    for k in ("steps", "window_positions", "new_positions", "seconds"):
+    for k in ("steps", "window_positions", "new_positions"):
         if isinstance(t.get(k), (int, float)):
-            out.append((f"train.{k}", float(t[k]), 0))
+            out.append((f"{TRAINING_MORE}/{_words(k)}", float(t[k]), 0))
+    if isinstance(t.get("seconds"), (int, float)):
+        out.append((f"{TIMING}/training seconds", float(t["seconds"]), 0))
     for k in ("loss", "policy_loss", "value_loss"):  # train.py: the mean over the last tenth of the steps
         if isinstance(t.get(k), (int, float)):
-            out.append((f"train.final_{k}", float(t[k]), 0))
+            out.append((f"{TRAINING}/final {_words(k)}", float(t[k]), 0))
     if t.get("seconds") and t.get("steps"):
-        out.append(("train.steps_per_second", t["steps"] / t["seconds"], 0))
+        out.append((f"{TIMING}/training steps per second", t["steps"] / t["seconds"], 0))
     return out
 
 
@@ -130,29 +170,41 @@ def _arena_metrics(inputs: Inputs) -> list[tuple[str, float, int]]:
     out: list[tuple[str, float, int]] = []
     a = inputs.arena
     for who, p in zip(ROLES, (a.a, a.b)):
-        out += [(f"arena.{who}_mean", p.mean, 0), (f"arena.{who}_low", p.low, 0),
-                (f"arena.{who}_high", p.high, 0), (f"arena.{who}_mean_steps", p.mean_steps, 0)]
-    out += [("arena.games", a.games, 0), ("arena.wins", a.wins, 0), ("arena.ties", a.ties, 0),
-            ("arena.losses", a.losses, 0), ("arena.promoted", float(inputs.promoted), 0)]
+        out += [(f"{ARENA}/{who} mean", p.mean, 0), (f"{ARENA_MORE}/{who} low", p.low, 0),
+                (f"{ARENA_MORE}/{who} high", p.high, 0), (f"{ARENA_MORE}/{who} mean steps", p.mean_steps, 0)]
+    out += [(f"{ARENA_MORE}/games", a.games, 0), (f"{ARENA_MORE}/wins", a.wins, 0), (f"{ARENA_MORE}/ties", a.ties, 0),
+            (f"{ARENA_MORE}/losses", a.losses, 0), (PROMOTED, float(inputs.promoted), 0)]
     if a.paired:
-        out += [("arena.diff_mean", a.diff_mean, 0), ("arena.diff_low", a.diff_low, 0),
-                ("arena.diff_high", a.diff_high, 0)]
+        out += [(DIFFERENCE, a.diff_mean, 0), (f"{ARENA_MORE}/difference low", a.diff_low, 0),
+                (f"{ARENA_MORE}/difference high", a.diff_high, 0)]
         for i, (sa, sb) in enumerate(zip(a.scores_a, a.scores_b)):
-            out += [("arena.candidate_score", sa, i), ("arena.best_score", sb, i)]
+            out += [(f"{ARENA}/candidate score by seed", sa, i), (f"{ARENA}/best score by seed", sb, i)]
     else:
-        out.append(("arena.score_rate", a.score_rate, 0))
+        out.append((SCORE_RATE, a.score_rate, 0))
     return out
 
 
+def extra_name(key: str) -> str:
+    """The name a number the flow measured is logged under: in the timing section
+    (``generation_seconds``, ``time_<phase>``...), other names as given."""
+    if key in _EXTRA:
+        return _EXTRA[key]
+    if key.startswith("time_"):
+        return f"{TIMING}/phase {_words(key[5:]).replace('selfplay', 'self-play')} seconds"
+    return key
+
+
 def metrics(inputs: Inputs, extra: Mapping[str, float], game_players: int) -> list[tuple[str, float, int]]:
-    """``(key, value, step)`` of everything the generation measured, then ``extra`` as given."""
+    """``(key, value, step)`` of everything the generation measured, then ``extra`` (named by
+    :func:`extra_name`): one value per key and step, the caller's measurement winning."""
     out: list[tuple[str, float, int]] = []
     if inputs.games is not None and inputs.games.height:
         out += _selfplay_metrics(inputs.games, extra, game_players)
     out += _train_metrics(inputs) + _arena_metrics(inputs)
-    out += [(k, float(v), 0) for k, v in extra.items()]
+    out += [(extra_name(k), float(v), 0) for k, v in extra.items()]
     # MLflow stores NaN but not infinities (an interval of a single game is infinite).
-    return [(k, float(v), s) for k, v, s in out if not math.isinf(float(v))]
+    kept = {(k, s): float(v) for k, v, s in out if not math.isinf(float(v))}
+    return [(k, v, s) for (k, s), v in kept.items()]
 
 
 def arena_markdown(result, generation: int | None = None, players: Mapping[str, str] | None = None) -> str:

@@ -1,5 +1,9 @@
 """Where a record comes from: the tags every MLflow run of tri carries (project, version, seeds,
-git commit, DVC hashes of the inputs), params as flat ``section.key`` values, file hashes."""
+git commit, DVC hashes of the inputs), params as flat ``section.key`` values, file hashes.
+
+Records are portable: no tag or param holds an absolute path (nor the user: MLflow records
+"unknown" without an ``mlflow.user`` tag); the project is named by an id (:func:`project_id`)
+and its folder's name (``tri.project_name``)."""
 
 from __future__ import annotations
 
@@ -63,7 +67,7 @@ def dvc_tags(root: Path) -> dict[str, str]:
 
 def base_tags(root: Path, params: Params, kind: str) -> dict[str, str]:
     """The tags of every run of ``kind`` (``loop``, ``generation``, ``eval``) of the project ``root``."""
-    return {"tri.kind": kind, "tri.project": project_id(root), "tri.root": str(root),
+    return {"tri.kind": kind, "tri.project": project_id(root), "tri.project_name": Path(root).resolve().name,
             "tri.version": tri.__version__, "tri.game": params.game.name,
             "tri.seed.net": str(params.net.seed),
             "tri.seed.selfplay": str(params.selfplay.seed), "tri.seed.train": str(params.train.seed),

@@ -35,6 +35,7 @@ from tri.config import project_params
 from tri.errors import TriError
 from tri.net import load_checkpoint, save_checkpoint
 from tri.record import mlstore
+from tri.record.outputs import GENERATION_SECONDS, read_metric
 from tri.record.versioning import git_run
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -186,8 +187,8 @@ def _generation_seconds(project: Path, game: str, generation: int) -> float:
     seconds: dict[int, float] = {}
     for run in sorted(runs, key=lambda r: r.info.start_time):
         g = int(run.data.tags.get("tri.generation", -1))
-        if 0 < g <= generation and "generation_seconds" in run.data.metrics:
-            seconds[g] = run.data.metrics["generation_seconds"]
+        if 0 < g <= generation and (value := read_metric(run.data.metrics, GENERATION_SECONDS)) is not None:
+            seconds[g] = value
     return sum(seconds.values())
 
 

@@ -1,13 +1,17 @@
 """What tri logs to MLflow: one experiment ``tri-<game>`` per game (store: :mod:`tri.record.mlstore`).
 
 - :func:`start_loop` / :func:`end_loop`: a parent run per loop; :func:`close_stale_runs` closes
-  the runs a killed loop left RUNNING.
+  the runs a killed loop left RUNNING. Each generation logged under it adds a point (step =
+  generation) to its curves (self-play mean score, losses, arena means, timings) and refreshes
+  its artifacts: the learning curve and the table of the project's generations so far.
 - :func:`log_generation`: one run per generation from the files its stages wrote (the paths of
   :func:`tri.layout.generation_paths`): params, self-play, training and arena metrics, artifacts
   (checkpoint, learning curve, arena table, the picture of a game the flow drew), provenance
-  tags. The candidate becomes a version of the registered model ``tri-<game>``; the latest
-  promoted one carries the alias ``champion`` (:mod:`tri.record.registry`). Calling it again for
-  the same generation and files changes nothing (a retried flow).
+  tags; the run starts and ends when the generation did (given by the flow). Metric names are
+  sectioned for MLflow's charts (:mod:`tri.record.outputs`). The candidate becomes a version of
+  the registered model ``tri-<game>``; the latest promoted one carries the alias ``champion``
+  (:mod:`tri.record.registry`). Calling it again for the same generation and files changes
+  nothing (a retried flow).
 - :func:`log_evaluation`: a run per ``tri eval``.
 
 Recording only: nothing here plays a game or imports a stage; it logs the files it is given.
@@ -15,6 +19,8 @@ Recording only: nothing here plays a game or imports a stage; it logs the files 
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import shutil
 import time
@@ -27,11 +33,18 @@ from tri import layout
 from tri.config import Params, Runtime
 from tri.errors import TriError
 from tri.games import make_game
-from tri.record import mlstore, outputs, registry
+from tri.record import mlstore, outputs, registry, report
 from tri.record.provenance import base_tags, flatten_params, project_id
 
+run_link = mlstore.run_link  # the address of a run in the MLflow UI (the flow links it from Prefect)
 _BATCH = 1000  # MLflow's limit of metrics per log_batch call
 _PARAMS_BATCH = 100  # and of params
+# The curves of a loop's run: these numbers of each generation (step = generation), when measured.
+LOOP_CURVES = (outputs.MEAN_SCORE, outputs.FINAL_LOSS, f"{outputs.TRAINING}/final policy loss",
+               f"{outputs.TRAINING}/final value loss", outputs.CANDIDATE_MEAN, outputs.BEST_MEAN,
+               outputs.DIFFERENCE, outputs.SCORE_RATE, outputs.PROMOTED, outputs.GENERATION_SECONDS,
+               outputs.POSITIONS_PER_SECOND)
+TABLE = ("generation", "self-play mean", "loss", "candidate", "best", "promoted")
 
 
 @dataclass(frozen=True)
@@ -147,14 +160,16 @@ def _find_runs(client, exp: str, project: str, generation: int) -> list:
 def _reuse_or_replace(client, exp: str, name: str, project: str, generation: int, inputs: outputs.Inputs,
                       parent_run_id: str | None) -> GenerationRecord | None:
     """The record of a complete earlier run of this generation with the same inputs (its parent
-    tag and the alias refreshed), or None after deleting the runs that do not qualify: one
-    interrupted while logging (its version withdrawn), or one whose files changed since (its
-    version tagged ``tri.superseded``)."""
+    tag and the alias refreshed; a new parent gets its point on the loop's curves), or None after
+    deleting the runs that do not qualify: one interrupted while logging (its version withdrawn),
+    or one whose files changed since (its version tagged ``tri.superseded``)."""
     for old in _find_runs(client, exp, project, generation):
         complete = old.data.tags.get("tri.logged") == "true"
         if complete and old.data.tags.get("tri.fingerprint") == inputs.fingerprint:
             if parent_run_id and old.data.tags.get("mlflow.parentRunId") != parent_run_id:
                 client.set_tag(old.info.run_id, "mlflow.parentRunId", parent_run_id)
+                _summarize_in_parent(client, parent_run_id, old.data.metrics, generation,
+                                     old.info.end_time or int(time.time() * 1000))
             mine = client.search_model_versions(f"name='{name}' and run_id='{old.info.run_id}'")
             version = max((int(v.version) for v in mine), default=None)
             champion = registry.update_champion(client, name, project)
@@ -168,13 +183,12 @@ def _reuse_or_replace(client, exp: str, name: str, project: str, generation: int
     return None
 
 
-def _register(client, name: str, run, paths: layout.GenerationPaths, project: str, root: Path,
-              inputs: outputs.Inputs):
+def _register(client, name: str, run, paths: layout.GenerationPaths, project: str, inputs: outputs.Inputs):
     """The candidate as a new version of the registered model ``name``, tagged with its result."""
     a, generation = inputs.arena, paths.generation
     version_tags = {"generation": str(generation), "promoted": str(inputs.promoted).lower(),
                     "candidate_mean": f"{a.a.mean:.6g}", "best_mean": f"{a.b.mean:.6g}",
-                    "tri.project": project, "tri.root": str(root), "tri.model_id": inputs.model_id,
+                    "tri.project": project, "tri.model_id": inputs.model_id,
                     "tri.sha256": inputs.sha256}
     if a.paired:
         version_tags |= {"diff_mean": f"{a.diff_mean:.6g}", "diff_low": f"{a.diff_low:.6g}",
@@ -190,43 +204,97 @@ def _register(client, name: str, run, paths: layout.GenerationPaths, project: st
                     f"{'promoted' if inputs.promoted else 'not promoted'}")
 
 
-def _log_artifacts(client, run_id: str, root: Path, params: Params, paths: layout.GenerationPaths,
-                   inputs: outputs.Inputs) -> None:
-    staging = root / mlstore.STORE_DIR / "staging" / uuid.uuid4().hex
-    try:
-        outputs.stage_artifacts(staging, params, paths, inputs)
-        client.log_artifacts(run_id, str(staging))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _summarize_in_parent(client, parent_run_id: str, values: list, generation: int, now: int) -> None:
-    """The generation's headline numbers as points (step = generation) of the loop's run."""
+def _summarize_in_parent(client, parent_run_id: str, latest: Mapping[str, float], generation: int,
+                         stamp: int) -> None:
+    """The generation's headline numbers (``latest``: its run's metrics) as points (step =
+    generation) of the loop's run, under the same names."""
     from mlflow.entities import Metric  # mlflow: ~2 s to import, only with a store
 
-    summary = [("gen.selfplay_mean_score", "selfplay.mean_score"), ("gen.train_loss", "train.final_loss"),
-               ("gen.candidate_mean", "arena.candidate_mean"), ("gen.best_mean", "arena.best_mean"),
-               ("gen.diff_mean", "arena.diff_mean"), ("gen.promoted", "arena.promoted")]
-    latest = {m.key: m.value for m in values if m.step == 0}
-    client.log_batch(parent_run_id, metrics=[Metric(k, latest[src], now, generation)
-                                             for k, src in summary if src in latest])
+    points = [Metric(k, v, stamp, generation) for k in LOOP_CURVES
+              if (v := outputs.read_metric(latest, k)) is not None]
+    if points:
+        client.log_batch(parent_run_id, metrics=points)
+
+
+def _generations(client, exp: str, project: str) -> list[dict]:
+    """A row (:data:`TABLE`) per generation the project has recorded, from its runs."""
+    found = client.search_runs([exp], f"tags.`tri.project` = '{project}' and tags.`tri.kind` = 'generation' "
+                                      "and tags.`tri.logged` = 'true'", max_results=50_000)
+    rows: dict[int, dict] = {}
+    for run in sorted(found, key=lambda r: r.info.start_time or 0):  # the latest record of a generation wins
+        m, g = run.data.metrics, int(run.data.tags.get("tri.generation", -1))
+        promoted = run.data.tags.get("tri.promoted")
+        rows[g] = dict(zip(TABLE, (g, outputs.read_metric(m, outputs.MEAN_SCORE),
+                                   outputs.read_metric(m, outputs.FINAL_LOSS),
+                                   outputs.read_metric(m, outputs.CANDIDATE_MEAN),
+                                   outputs.read_metric(m, outputs.BEST_MEAN),
+                                   None if promoted is None else promoted == "true")))
+    return [rows[g] for g in sorted(rows)]
+
+
+def _cell(value, markdown: bool) -> str:
+    if value is None:
+        return "-" if markdown else ""
+    if isinstance(value, bool):
+        return ("yes" if value else "no") if markdown else str(value).lower()
+    return str(value) if isinstance(value, int) else f"{value:.4g}" if markdown else f"{value:.6g}"
+
+
+def generations_markdown(rows: list[dict]) -> str:
+    lines = ["# Generations", "", "| " + " | ".join(TABLE) + " |", "| ---: | ---: | ---: | ---: | ---: | :---: |"]
+    lines += ["| " + " | ".join(_cell(r[k], True) for k in TABLE) + " |" for r in rows]
+    lines += ["", ("self-play mean: mean score of the self-play games; loss: training's final loss; candidate, "
+                   "best: the arena's mean scores; promoted: the candidate became the best model.")]
+    return "\n".join(lines) + "\n"
+
+
+def generations_csv(rows: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([k.replace(" ", "_").replace("-", "") for k in TABLE])
+    writer.writerows([[_cell(r[k], False) for k in TABLE] for r in rows])
+    return out.getvalue()
+
+
+def _refresh_parent(client, parent_run_id: str, exp: str, project: str, root: Path, generation: int,
+                    curve: Path | None) -> None:
+    """The loop's artifacts: ``learning-curve.png`` (``curve`` if it was drawn up to the latest
+    generation, else drawn here) and the table of generations, ``generations.md`` and ``.csv``."""
+    folder = root / mlstore.STORE_DIR / "staging" / uuid.uuid4().hex
+    folder.mkdir(parents=True)
+    try:
+        rows = _generations(client, exp, project)
+        (folder / "generations.md").write_text(generations_markdown(rows))
+        (folder / "generations.csv").write_text(generations_csv(rows))
+        points = report.learning_curve(root)
+        if curve is not None and curve.is_file() and points and points[-1].generation <= generation:
+            shutil.copyfile(curve, folder / "learning-curve.png")
+        elif points:
+            report.plot(points, folder / "learning-curve.png")
+        client.log_artifacts(parent_run_id, str(folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def log_generation(params: Params, paths: layout.GenerationPaths, *, parent_run_id: str | None = None,
                    tags: Mapping[str, str] | None = None, metrics: Mapping[str, float] | None = None,
+                   start_time_ms: int | None = None, end_time_ms: int | None = None,
                    runtime: Runtime | None = None) -> GenerationRecord:
     """Record generation ``paths.generation`` of the project ``paths.root`` from its files (after
     the arena, ideally after the promotion): a run named ``gen-NNNN`` in experiment ``tri-<game>``
     (under ``parent_run_id`` if given), and a version of the registered model ``tri-<game>`` for
     the candidate; ``champion`` moves to the latest promoted candidate. ``metrics``: extra numbers
-    the caller measured, logged as given (``selfplay.seconds`` or ``selfplay_seconds`` also gives
-    positions per second, the files having no timings). ``paths.picture``, if the flow drew it,
-    is logged as the candidate's game.
+    the caller measured (named by :func:`tri.record.outputs.extra_name`; ``selfplay.seconds`` or
+    ``selfplay_seconds`` also gives positions per second, the files having no timings).
+    ``paths.picture``, if the flow drew it, is logged as the candidate's game. ``start_time_ms``,
+    ``end_time_ms``: when the generation started and ended (epoch milliseconds; default: while
+    it is logged), the run's start and end. Under a loop's run, the generation adds its points
+    to the loop's curves and refreshes the loop's learning curve and table of generations.
 
     Idempotent: if a complete run with the same inputs exists it is reused (only its parent
-    tag and the alias are refreshed); a run that was interrupted while logging is replaced, and
-    one whose files have changed since is replaced and its version tagged ``tri.superseded``.
-    Raises :class:`TriError` if the generation's files are missing.
+    tag, the loop's artifacts and the alias are refreshed); a run that was interrupted while
+    logging is replaced, and one whose files have changed since is replaced and its version
+    tagged ``tri.superseded``. Raises :class:`TriError` if the generation's files are missing.
     """
     root, generation = Path(paths.root).resolve(), paths.generation
     inputs = outputs.read_inputs(params, paths)
@@ -241,6 +309,8 @@ def log_generation(params: Params, paths: layout.GenerationPaths, *, parent_run_
     registry.ensure_model(client, name)
     kept = _reuse_or_replace(client, exp, name, project, generation, inputs, parent_run_id)
     if kept is not None:
+        if parent_run_id:
+            _refresh_parent(client, parent_run_id, exp, project, root, generation, None)
         return kept
     run_tags = {**base_tags(root, params, "generation"), "tri.generation": str(generation),
                 "tri.model_id": inputs.model_id, "tri.candidate_sha256": inputs.sha256,
@@ -248,22 +318,31 @@ def log_generation(params: Params, paths: layout.GenerationPaths, *, parent_run_
                 "tri.logged": "false", **(tags or {})}
     if parent_run_id:
         run_tags["mlflow.parentRunId"] = parent_run_id
-    run = client.create_run(exp, run_name=f"gen-{generation:04d}", tags=run_tags)
+    run = client.create_run(exp, run_name=f"gen-{generation:04d}", tags=run_tags, start_time=start_time_ms)
     run_id = run.info.run_id
+    staging = root / mlstore.STORE_DIR / "staging" / uuid.uuid4().hex
     try:
-        now = int(time.time() * 1000)
-        values = [Metric(k, v, now, step) for k, v, step in outputs.metrics(inputs, metrics or {}, players)]
-        _log_params(client, run_id, params)
-        for i in range(0, len(values), _BATCH):
-            client.log_batch(run_id, metrics=values[i:i + _BATCH])
-        _log_artifacts(client, run_id, root, params, paths, inputs)
-        mv = _register(client, name, run, paths, project, root, inputs)
-        champion = registry.update_champion(client, name, project)
+        try:
+            stamp = end_time_ms or int(time.time() * 1000)
+            values = [Metric(k, v, stamp, step) for k, v, step in outputs.metrics(inputs, metrics or {}, players)]
+            _log_params(client, run_id, params)
+            for i in range(0, len(values), _BATCH):
+                client.log_batch(run_id, metrics=values[i:i + _BATCH])
+            outputs.stage_artifacts(staging, params, paths, inputs)
+            client.log_artifacts(run_id, str(staging))
+            mv = _register(client, name, run, paths, project, inputs)
+            champion = registry.update_champion(client, name, project)
+            if parent_run_id:
+                _summarize_in_parent(client, parent_run_id, {m.key: m.value for m in values if m.step == 0},
+                                     generation, stamp)
+            client.log_batch(run_id, tags=[RunTag("tri.logged", "true")])
+            client.set_terminated(run_id, "FINISHED", end_time=end_time_ms)
+        except BaseException:
+            client.set_terminated(run_id, "FAILED")
+            raise
         if parent_run_id:
-            _summarize_in_parent(client, parent_run_id, values, generation, now)
-        client.log_batch(run_id, tags=[RunTag("tri.logged", "true")])
-        client.set_terminated(run_id, "FINISHED")
-    except BaseException:
-        client.set_terminated(run_id, "FAILED")
-        raise
+            _refresh_parent(client, parent_run_id, exp, project, root, generation,
+                            staging / "plots" / "learning-curve.png")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return GenerationRecord(run_id, int(mv.version), inputs.promoted, champion)

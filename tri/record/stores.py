@@ -55,6 +55,9 @@ def configure(root: Path) -> dict[str, str]:
               # one line per problem), not Prefect's copies of them.
               "PREFECT_LOGGING_LEVEL": "INFO",
               "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
+              # Task runs' own INFO lines ("Finished in state Completed()", one per task) would bury
+              # the flow's lines with the stages' figures: only their warnings and errors are kept.
+              "PREFECT_LOGGING_LOGGERS_PREFECT_TASK_RUNS_LEVEL": "WARNING",
               **TELEMETRY_OFF}
     done = {}
     for key, value in wanted.items():
