@@ -61,6 +61,10 @@ class GenerationResult:
     mlflow_run_id: str | None = None
     model_version: str | None = None
     phases: dict[str, float] | None = None  # seconds per phase: plan, selfplay, ..., picture, mlflow
+    # The best model after the decision: its mean over every arena game it has played as the best
+    # (single-player; None for two-player games), so re-measuring it on new seeds reads as such.
+    best_pooled_mean: float | None = None
+    best_pooled_games: int = 0
 
     @property
     def overhead(self) -> float:
@@ -288,7 +292,7 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
     result = GenerationResult(generation, sp.games, sp.positions, sp.mean_score, sp.positions_per_second,
                               tr.steps, tr.loss, ar.a.mean, ar.b.mean, ar.diff_low, pr.promoted, seconds, stage,
                               commit, getattr(record, "run_id", None), getattr(record, "model_version", None),
-                              phases)
+                              phases, pr.best_pooled_mean, pr.best_pooled_games)
     logger.info("generation %d %s in %.1f s (orchestration %.1f%%)", generation, decision, seconds,
                 100 * result.overhead)
     story.publish_artifacts(result, sp, tr, ar, _mlflow_link(root, params, record, runtime),

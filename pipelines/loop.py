@@ -35,7 +35,7 @@ from pipelines.generation import configured
 from tri.config import Runtime, project_params
 from tri.record import runs, stores, versioning
 
-HEADER = ("generation  self-play mean  positions/s  loss    candidate  best    promoted  seconds  "
+HEADER = ("generation  self-play mean  positions/s  loss    candidate  best    promoted  best model  seconds  "
           "orchestration")
 
 
@@ -43,10 +43,12 @@ def summary_line(r: dict) -> str:
     """One generation's row under :data:`HEADER`."""
     overhead = 1 - r["stage_seconds"] / r["seconds"] if r["seconds"] else 0.0
     rate = r["selfplay_positions_per_second"]  # NaN: every shard reused from an interrupted run
+    pooled = r.get("best_pooled_mean")  # None: a two-player game
     return (f"{r['generation']:>10}  {r['selfplay_mean_score']:14.2f}  "
             f"{'reused' if math.isnan(rate) else f'{rate:.1f}':>11}  "
             f"{r['train_loss']:6.3f}  {r['candidate_mean']:9.2f}  {r['best_mean']:6.2f}  "
-            f"{'yes' if r['promoted'] else 'no':>8}  {r['seconds']:7.1f}  {100 * overhead:12.1f}%")
+            f"{'yes' if r['promoted'] else 'no':>8}  {'-' if pooled is None else f'{pooled:.2f}':>10}  "
+            f"{r['seconds']:7.1f}  {100 * overhead:12.1f}%")
 
 
 def should_stop(results: list[dict], elapsed: float, *, generations: int | None, minutes: float | None,

@@ -149,6 +149,9 @@ def figures_table(result, sp, tr) -> list[dict[str, str]]:
             ("value loss", f"{tr.value_loss:.4f}"),
             ("arena: candidate", f"{result.candidate_mean:.3f}"), ("arena: best", f"{result.best_mean:.3f}"),
             ("decision", "promoted" if result.promoted else "rejected"),
+            *([("best model: mean over its arena games as the best",
+                f"{result.best_pooled_mean:.3f} ({result.best_pooled_games} games)")]
+              if result.best_pooled_mean is not None else []),
             ("seconds", f"{result.seconds:.1f}"), ("orchestration", f"{100 * result.overhead:.1f}%")]
     return [{"figure": k, "value": v} for k, v in rows]
 

@@ -61,6 +61,7 @@ def new_project(root: Path) -> Path:
     git(root, "config", "user.name", "test")
     assert dvc(root, "init", "-q").returncode == 0
     shutil.copy(REPO / ".dvc" / "config", root / ".dvc" / "config")
+    shutil.copy(REPO / ".dvc" / "plots.html", root / ".dvc" / "plots.html")  # the config's html_template
     (root / "params.yaml").write_text(dump_params(ALWAYS))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "a new tri project")

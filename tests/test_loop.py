@@ -79,7 +79,7 @@ def test_decision_log_and_results(loop):
         assert arena.games == PARAMS.arena.games
         assert (r["candidate_mean"], r["best_mean"], r["diff_low"]) == (arena.a.mean, arena.b.mean, arena.diff_low)
         assert e["model_id"] == load_checkpoint(layout.candidate_path(root, r["generation"])).model_id
-        assert e["kept"] == str(layout.best_path(root))
+        assert e["kept"] == "models/best.pt" and "time" not in e  # relative to the project, no wall time
         assert r["selfplay_games"] == PARAMS.selfplay.games and r["train_steps"] > 0
         assert 0 < r["stage_seconds"] < r["seconds"]
     # The best model is the last promoted candidate.
@@ -185,7 +185,7 @@ def test_cli_curve(loop):
     png = layout.learning_curve_path(root)
     assert png.read_bytes()[:8] == PNG_SIGNATURE and png.stat().st_size > 1000
     lines = proc.stdout.splitlines()
-    assert lines[0].split() == ["generation", "candidate", "best", "promoted"]
+    assert lines[0].split() == ["generation", "candidate", "best", "promoted", "best", "model", "(games)"]
     rows = [line.split() for line in lines[1:] if line.split() and line.split()[0].isdigit()]
     assert [int(r[0]) for r in rows] == [1, 2]
     for r in rows:
@@ -193,6 +193,8 @@ def test_cli_curve(loop):
         assert float(r[1]) == pytest.approx(arena.a.mean, abs=0.006)
         assert float(r[2]) == pytest.approx(arena.b.mean, abs=0.006)
         assert r[3] == "yes"
+        # Promoted: the best model is the candidate, pooled over its own games of that arena.
+        assert float(r[4]) == pytest.approx(arena.a.mean, abs=0.006) and r[5] == f"({arena.games})"
     assert lines[-1] == f"wrote {png}"
 
 

@@ -71,11 +71,15 @@ def test_promotion_replaces_best_and_logs_one_line(project):
     assert not p["rejected"].exists()
     [entry] = log_lines(p)
     assert entry["promoted"] is True and entry["generation"] == 1
-    assert entry["model_id"] == p["new"].model_id and entry["candidate"] == str(p["candidate"])
-    assert entry["kept"] == str(p["best"]) and entry["rule"] == "ci_lower > 0"
+    assert entry["model_id"] == p["new"].model_id and entry["rule"] == "ci_lower > 0"
+    # Portable: paths relative to the project (the log's models/ folder is in it), no wall time.
+    assert (entry["candidate"], entry["kept"]) == ("models/candidates/gen-0001.pt", "models/best.pt")
+    assert "time" not in entry and str(p["root"]) not in p["log"].read_text()
     assert (entry["diff_mean"], entry["diff_low"], entry["diff_high"]) == (2.0, 0.5, 3.5)
     assert (entry["candidate_mean"], entry["best_mean"]) == (5.0, 3.0)
-    assert entry["time"].endswith("Z")
+    # The new best's pool starts with its own games of this arena.
+    assert (entry["best_model_id"], entry["best_pooled_mean"], entry["best_pooled_games"]) == (p["new"].model_id, 5.0, 8)
+    assert (r.best_model_id, r.best_pooled_mean, r.best_pooled_games) == (p["new"].model_id, 5.0, 8)
     assert not [q for q in p["best"].parent.iterdir() if q.name.startswith(".")]
 
 
@@ -86,7 +90,10 @@ def test_rejection_keeps_the_candidate_aside(project):
     assert p["rejected"].read_bytes() == p["candidate_bytes"]
     assert_best_untouched(p)
     [entry] = log_lines(p)
-    assert entry["promoted"] is False and entry["generation"] == 7 and entry["kept"] == str(p["rejected"])
+    assert entry["promoted"] is False and entry["generation"] == 7 and entry["kept"] == "models/rejected/gen-0001.pt"
+    assert (p["root"] / entry["kept"]).read_bytes() == p["candidate_bytes"]  # read back relative to the project
+    # The best model stays best: its pool is its games of this arena.
+    assert (entry["best_model_id"], entry["best_pooled_mean"], entry["best_pooled_games"]) == (p["old"].model_id, 3.0, 8)
 
 
 def test_decisions_append_to_the_log(project):
@@ -197,3 +204,10 @@ def test_cli_promote(project):
     assert proc.stdout.strip() == f"promoted: {p['candidate']} -> {p['best']}"
     assert p["best"].read_bytes() == p["candidate_bytes"]
     assert [e["promoted"] for e in log_lines(p)] == [False, True]
+    # Run from the project with relative paths: the same relative paths in the log.
+    rel = ["--candidate", "models/candidates/gen-0001.pt", "--best", "models/best.pt",
+           "--rejected", "models/rejected/gen-0001.pt", "--log", "models/promotions.jsonl"]
+    proc = tri_cli("promote", "--arena", p["reject"], *rel, cwd=p["root"])
+    assert proc.returncode == 0, proc.stderr
+    last = log_lines(p)[-1]
+    assert (last["candidate"], last["kept"]) == ("models/candidates/gen-0001.pt", "models/rejected/gen-0001.pt")

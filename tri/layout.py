@@ -7,7 +7,7 @@ trained, the arena decides. Numbers are zero-padded::
     models/gen-0000.pt                    the initial network
     models/candidates/gen-NNNN.pt         the candidate trained in generation N
     models/rejected/gen-NNNN.pt           a candidate the arena did not promote
-    models/promotions.jsonl               one line per decision
+    models/promotions.jsonl               one line per decision (paths relative to the project)
     models/generation.yaml                the generation dvc.yaml describes (written between generations)
     models/.generation.lock               held while a generation runs
     data/selfplay/gen-NNNN/               self-play of generation N (by the best model then)
@@ -15,8 +15,8 @@ trained, the arena decides. Numbers are zero-padded::
         shard-SSS.games.parquet           one summary row per game
     data/train/gen-NNNN/metrics.json      training summary; losses.csv: loss per step
     data/arena/gen-NNNN.json              the arena's result and decision
-    data/pictures/gen-NNNN.png            a game the candidate of generation N played (for people;
-                                          not a DVC output, not in git)
+    data/pictures/gen-NNNN.png            a whole game the candidate of generation N played (for
+                                          people; not a DVC output, not in git); .gif: its every move
     data/learning-curve.png               arena mean score per generation
 
 **The best model.** ``models/best.pt`` is the source of truth for "the best model", with the
@@ -66,6 +66,25 @@ def promotions_log(root: Path) -> Path:
     return Path(root) / "models" / "promotions.jsonl"
 
 
+def log_root(log: Path) -> Path:
+    """The project a decision log (:func:`promotions_log`) belongs to: its paths are written
+    relative to it."""
+    return Path(log).parent.parent
+
+
+def relative(root: Path, path: Path | str) -> str:
+    """``path`` relative to the project ``root`` (posix) when it is inside it, else as given.
+    Relative and absolute spellings of the two are compared as absolute paths (then with links
+    resolved). Its reader gets the path back with ``Path(root) / text`` (an absolute ``text``
+    stays absolute)."""
+    for norm in (lambda p: Path(p), lambda p: Path(p).absolute(), lambda p: Path(p).resolve()):
+        try:
+            return norm(path).relative_to(norm(root)).as_posix()
+        except ValueError:
+            continue
+    return str(path)
+
+
 def plan_path(root: Path) -> Path:
     return Path(root) / "models" / "generation.yaml"
 
@@ -97,6 +116,11 @@ def train_losses_path(root: Path, generation: int) -> Path:
 def game_picture_path(root: Path, generation: int) -> Path:
     """The picture of a game the candidate of ``generation`` played (for people, not versioned)."""
     return Path(root) / "data" / "pictures" / f"{_gen(generation)}.png"
+
+
+def game_animation_path(root: Path, generation: int) -> Path:
+    """The same game, a GIF frame per move (:func:`tri.record.render.render_game`'s ``animation``)."""
+    return game_picture_path(root, generation).with_suffix(".gif")
 
 
 def arena_path(root: Path, generation: int) -> Path:
@@ -163,10 +187,7 @@ class GenerationPaths:
 
     def relative(self, path: Path) -> str:
         """``path`` relative to the project when it is inside it (posix), else as given."""
-        try:
-            return Path(path).relative_to(self.root).as_posix()
-        except ValueError:
-            return str(path)
+        return relative(self.root, path)
 
 
 def generation_paths(root: Path, generation: int, *, player: Path | str, start: Path | str,

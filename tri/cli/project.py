@@ -130,7 +130,10 @@ def curve_cmd(root: Path, out: Path | None, baselines: tuple[str, ...]) -> None:
             raise TriError(f"--baseline {item!r}: expected NAME=SCORE, e.g. greedy=32.6") from None
     out = out or layout.learning_curve_path(root)
     plot(points, out, baselines=lines)
-    click.echo("generation  candidate  best  promoted")
+    # "best model": the mean of the model that is best after the decision over every arena game
+    # it has played as the best (single-player); "best" alone is this arena's fresh seeds.
+    click.echo("generation  candidate    best  promoted  best model (games)")
     for p in points:
-        click.echo(f"{p.generation:>10}  {p.candidate:9.2f}  {p.best:5.2f}  {'yes' if p.promoted else 'no'}")
+        pooled = f"{p.best_pooled:10.2f} ({p.best_pooled_games})" if p.best_pooled is not None else "         -"
+        click.echo(f"{p.generation:>10}  {p.candidate:9.2f}  {p.best:6.2f}  {'yes' if p.promoted else 'no':>8}  {pooled}")
     click.echo(f"wrote {out}")

@@ -2,9 +2,10 @@
 
 The folder gets a ``params.yaml`` with the game's params written out in full, each setting with
 its description beside it (:func:`tri.config.describe_params`); tri's ``dvc.yaml``, ``.dvcignore``,
-``.gitignore`` and DVC settings (analytics off, caches and the local remote inside the project)
-from the checkout tri runs from; git and DVC initialised; and a first commit. ``tri loop --root
-DIR`` then runs generations in it, each committed and tagged.
+``.gitignore`` and DVC settings (analytics off, caches and the local remote inside the project,
+``dvc plots show``'s page from ``.dvc/plots.html``, which needs no network) from the checkout tri
+runs from; git and DVC initialised; and a first commit. ``tri loop --root DIR`` then runs
+generations in it, each committed and tagged.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from tri.errors import TriError
 from tri.record.versioning import git_run
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # tri/record/project.py -> the checkout
-PROJECT_FILES = ("dvc.yaml", ".dvcignore", ".gitignore", ".dvc/config")
+PROJECT_FILES = ("dvc.yaml", ".dvcignore", ".gitignore", ".dvc/config", ".dvc/plots.html")
+DVC_FILES = (".dvc/config", ".dvc/plots.html")  # copied after `dvc init` made .dvc/
 
 
 def new_project(root: Path, params: Params, *, checkout: Path = CHECKOUT, message: str | None = None) -> Path:
@@ -45,7 +47,8 @@ def new_project(root: Path, params: Params, *, checkout: Path = CHECKOUT, messag
                              env={**os.environ, "DVC_NO_ANALYTICS": "1"}, timeout=120)
         if dvc.returncode != 0:
             raise TriError(f"tri new: dvc init failed: {(dvc.stderr.strip().splitlines() or ['?'])[-1]}")
-        shutil.copy(checkout / ".dvc" / "config", root / ".dvc" / "config")  # DVC's caches inside the project
+        for name in DVC_FILES:  # DVC's caches inside the project; the offline page of `dvc plots show`
+            shutil.copy(checkout / name, root / name)
         git_run(root, "add", "-A")
         git_run(root, "commit", "-q", "-m", message or f"tri new: a {params.game.name} project")
     except BaseException:

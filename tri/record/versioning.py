@@ -65,7 +65,8 @@ def _rel(path: Path) -> str:
 
 
 def decisions(root: Path) -> list[dict]:
-    """The decision log (``models/promotions.jsonl``), oldest first."""
+    """The decision log (``models/promotions.jsonl``), oldest first. Its paths are relative to
+    the project (absolute in logs written before): ``root / entry["kept"]`` reads either."""
     log = layout.promotions_log(root)
     if not log.exists():
         return []
