@@ -125,14 +125,14 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     agent_a, agent_b = agent(spec_a), agent(spec_b)
     names = labels or (a, b)
     # torch_threads: results must not depend on the machine (float summation order)
-    with torch_threads(), _meter(game, names, n, progress) as m:
+    with torch_threads(), progress_meter(game, names, n, progress) as m:
         result = _play(game, ap, *names, agent_a, agent_b, seeds, n, m)
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")
     return result
 
 
-def _meter(game, names: tuple[str, str], n: int, progress: Report | None) -> Meter:
+def progress_meter(game, names: tuple[str, str], n: int, progress: Report | None) -> Meter:
     """The arena's :class:`~tri.progress.Meter`: ``2 n`` games (single-player: A's ``n``, then
     B's on the same seeds; two-player: ``n`` per colour)."""
 
@@ -146,7 +146,7 @@ def _meter(game, names: tuple[str, str], n: int, progress: Report | None) -> Met
     return meter("arena", 2 * n, "games", progress, figures)
 
 
-def _counting(m: Meter, player: int | None):
+def counting(m: Meter, player: int | None) -> dict:
     """``run_episodes``' ``on_game`` and ``on_moves`` adding to ``m``: the games of ``player`` (0: A,
     1: B; single-player), or of both players (two-player: A's results)."""
 
@@ -163,9 +163,9 @@ def _counting(m: Meter, player: int | None):
 def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int, m: Meter) -> ArenaResult:
     if game.num_players == 1:
         ea = run_episodes(game, [agent_a], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                          **_counting(m, 0))
+                          **counting(m, 0))
         eb = run_episodes(game, [agent_b], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                          **_counting(m, 1))
+                          **counting(m, 1))
         sa = np.array([g.score for g in ea.games])
         sb = np.array([g.score for g in eb.games])
         diff = sa - sb
@@ -181,7 +181,7 @@ def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int,
         both = np.concatenate([seeds, seeds])
         first = np.concatenate([np.zeros(n, np.int64), np.ones(n, np.int64)])
         e = run_episodes(game, [agent_a, agent_b], both, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                         first_seat=first, **_counting(m, None))
+                         first_seat=first, **counting(m, None))
         outcome = np.array([g.outcome for g in e.games])  # seat 0 = A
         points = (outcome + 1) / 2
         rate, low, high = mean_ci(points)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from tri.cli.common import PARAMS_OPTION, TriGroup
+from tri.cli.common import PARAMS_OPTION, PROGRESS_OPTION, TriGroup, progress_report
 from tri.config import MAX_SEED, Runtime, params_for_game
 from tri.evaluate import format_table, format_triangle, run_connect4, run_tictactoe, run_triangle
 from tri.record.runs import log_evaluation
@@ -40,9 +40,11 @@ _OUT_OPTION = click.option("--out", type=click.Path(dir_okay=False, path_type=Pa
 @_SIMULATIONS_OPTION
 @_SEED_OPTION
 @_OUT_OPTION
+@PROGRESS_OPTION
 @PARAMS_OPTION
 def eval_connect4(player: str, files: tuple[Path, ...], testsets: Path, limit: int | None,
-                  simulations: int | None, seed: int, out: Path | None, params_path: Path | None) -> None:
+                  simulations: int | None, seed: int, out: Path | None, progress: bool,
+                  params_path: Path | None) -> None:
     """Wrong-move rate of PLAYER on Pascal Pons' Connect Four test positions.
 
     PLAYER: a checkpoint path (with search), mcts:PATH:N, net:PATH (the network alone), random or
@@ -52,7 +54,8 @@ def eval_connect4(player: str, files: tuple[Path, ...], testsets: Path, limit: i
 
     params = params_for_game(params_path, "connect4")  # another game's project: its recipe
     result = run_connect4(params, player, files, testsets=testsets, limit=limit,
-                          simulations=simulations, seed=seed, out=out, runtime=Runtime())
+                          simulations=simulations, seed=seed, out=out, runtime=Runtime(),
+                          progress=progress_report(progress))
     click.echo(format_table(result))
     if out is not None:
         click.echo(f"wrote {out}")
@@ -64,8 +67,9 @@ def eval_connect4(player: str, files: tuple[Path, ...], testsets: Path, limit: i
 @_SIMULATIONS_OPTION
 @_SEED_OPTION
 @_OUT_OPTION
+@PROGRESS_OPTION
 @PARAMS_OPTION
-def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | None,
+def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | None, progress: bool,
                    params_path: Path | None) -> None:
     """PLAYER's move in every reachable Tic-Tac-Toe position (game.tictactoe's m,n,k-game) against
     minimax: the share of non-optimal moves, and whether it ever loses.
@@ -74,7 +78,8 @@ def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | 
     """
 
     params = params_for_game(params_path, "tictactoe")  # another game's project: its recipe
-    result = run_tictactoe(params, player, simulations=simulations, seed=seed, out=out, runtime=Runtime())
+    result = run_tictactoe(params, player, simulations=simulations, seed=seed, out=out, runtime=Runtime(),
+                           progress=progress_report(progress))
     click.echo(format_table(result))
     if out is not None:
         click.echo(f"wrote {out}")
@@ -91,9 +96,10 @@ def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | 
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
               help="Seed of the evaluation seeds (never self-play's or the arena's) and of the searches.")
 @_OUT_OPTION
+@PROGRESS_OPTION
 @PARAMS_OPTION
 def eval_triangle(player: str, baseline: str, games: int, simulations: int | None, seed: int,
-                  out: Path | None, params_path: Path | None) -> None:
+                  out: Path | None, progress: bool, params_path: Path | None) -> None:
     """PLAYER's mean score in the triangle puzzle (params.yaml's game.triangle) against a baseline,
     both playing the same --games seeds: each mean with its 95% interval, the paired difference
     PLAYER - baseline with its interval, and per seed wins, ties and losses.
@@ -107,7 +113,7 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
 
     params = params_for_game(params_path, "triangle")  # another game's project: its recipe
     result = run_triangle(params, player, baseline=baseline, games=games, seed=seed,
-                          simulations=simulations, out=out, runtime=Runtime())
+                          simulations=simulations, out=out, runtime=Runtime(), progress=progress_report(progress))
     click.echo(format_triangle(result))
     if out is not None:
         click.echo(f"wrote {out}")

@@ -13,24 +13,28 @@ from tri.config import Params
 from tri.errors import TriError
 from tri.evaluate.result import EvalRow
 from tri.players import make_agent, parse_spec
+from tri.progress import Report, meter
 
 BATCH = 256  # positions per agent call (the search batch)
 
 
 def score_positions(name: str, states: np.ndarray, score: np.ndarray, move_scores: np.ndarray,
-                    agent, evaluate=None, batch: int = BATCH) -> EvalRow:
+                    agent, evaluate=None, batch: int = BATCH, progress: Report | None = None) -> EvalRow:
     """Ask ``agent`` for a move in each of ``states [P, L]`` and grade it against ``score [P]``
     (the position's exact score from the side to move; its sign is the outcome) and
     ``move_scores [P, A]`` (each action's exact score from the same side; NaN = illegal).
-    ``evaluate``: the network's evaluator, for the value accuracies (None: not measured)."""
+    ``evaluate``: the network's evaluator, for the value accuracies (None: not measured);
+    ``progress`` hears of every batch of positions (:mod:`tri.progress`)."""
     actions = np.empty(len(states), np.int64)
     values = np.empty(len(states), np.float64) if evaluate is not None else None
     moves = np.bitwise_count(states[:, 0] | states[:, 1]).astype(np.int64)  # stones = moves played
-    for start in range(0, len(states), batch):
-        part = slice(start, start + batch)
-        actions[part] = agent.act(states[part], moves[part]).actions
-        if evaluate is not None:
-            values[part] = evaluate(states[part])[2]
+    with meter(name, len(states), "positions", progress) as m:
+        for start in range(0, len(states), batch):
+            part = slice(start, start + batch)
+            actions[part] = agent.act(states[part], moves[part]).actions
+            if evaluate is not None:
+                values[part] = evaluate(states[part])[2]
+            m.advance(len(actions[part]))
     legal = (actions >= 0) & (actions < move_scores.shape[1])
     chosen = np.full(len(states), np.nan)
     chosen[legal] = move_scores[np.flatnonzero(legal), actions[legal]]

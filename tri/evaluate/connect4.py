@@ -19,6 +19,7 @@ from tri.errors import TriError
 from tri.evaluate.common import make_player, score_positions
 from tri.evaluate.result import EvalResult
 from tri.games.kinrow.connect4 import Connect4Config, Connect4Game
+from tri.progress import Report
 
 DEFAULT_TESTSETS = Path("../shared/connect4-testsets")
 
@@ -96,8 +97,10 @@ def _is_int(text: str) -> bool:
 
 def run_connect4(params: Params, player, files: Sequence[Path] = (), *, testsets: Path = DEFAULT_TESTSETS,
                  limit: int | None = None, simulations: int | None = None, seed: int = 0,
-                 out: Path | None = None, runtime: Runtime | None = None) -> EvalResult:
-    """Grade ``player`` (a spec or an agent) on Pons' test files; write ``out`` (JSON) if given."""
+                 out: Path | None = None, runtime: Runtime | None = None,
+                 progress: Report | None = None) -> EvalResult:
+    """Grade ``player`` (a spec or an agent) on Pons' test files; write ``out`` (JSON) if given;
+    ``progress`` hears how far each file is (:mod:`tri.progress`)."""
 
     start = time.perf_counter()
     config = params.game.connect4
@@ -113,7 +116,8 @@ def run_connect4(params: Params, player, files: Sequence[Path] = (), *, testsets
         for ts in sets:
             states = np.stack([_position(game, ts, i) for i in range(len(ts.moves))]) if ts.moves \
                 else np.zeros((0, game.state_size), np.uint64)
-            result.rows.append(score_positions(ts.name, states, ts.score, ts.move_scores, agent, evaluate))
+            result.rows.append(score_positions(ts.name, states, ts.score, ts.move_scores, agent, evaluate,
+                                               progress=progress))
     result.seconds = time.perf_counter() - start
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")

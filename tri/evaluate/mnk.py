@@ -16,6 +16,7 @@ from tri.errors import TriError
 from tri.evaluate.common import make_player, score_positions
 from tri.evaluate.result import EvalResult
 from tri.games.kinrow.mnk import MnkGame
+from tri.progress import Report
 
 MAX_POSITIONS = 500_000  # exhaustive m,n,k solving stops here (Tic-Tac-Toe has 5,478 positions)
 
@@ -73,8 +74,9 @@ def solve(game, max_positions: int = MAX_POSITIONS) -> Solution:
 
 def run_tictactoe(params: Params, player, *, simulations: int | None = None, seed: int = 0,
                   out: Path | None = None, runtime: Runtime | None = None,
-                  max_positions: int = MAX_POSITIONS) -> EvalResult:
-    """Grade ``player`` on every reachable position of ``params.game.tictactoe``; write ``out``."""
+                  max_positions: int = MAX_POSITIONS, progress: Report | None = None) -> EvalResult:
+    """Grade ``player`` on every reachable position of ``params.game.tictactoe``; write ``out``;
+    ``progress`` hears how far it is (:mod:`tri.progress`)."""
 
     start = time.perf_counter()
     game = MnkGame(params.game.tictactoe)
@@ -85,7 +87,7 @@ def run_tictactoe(params: Params, player, *, simulations: int | None = None, see
     c = game.config
     with torch_threads():  # as in the arena: results must not depend on the machine
         result.rows.append(score_positions(f"{c.m}x{c.n} k={c.k}", solution.states, solution.value,
-                                           solution.action_values, agent, evaluate))
+                                           solution.action_values, agent, evaluate, progress=progress))
     result.rows[0].perfect = None  # win/draw/loss values: "perfect" would be "not wrong"
     result.seconds = time.perf_counter() - start
     if out is not None:

@@ -31,13 +31,14 @@ from pathlib import Path
 import numpy as np
 
 from tri import atomic
-from tri.arena import mean_ci
+from tri.arena import counting, mean_ci, progress_meter
 from tri.config import MAX_SEED, Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.episodes import run_episodes
 from tri.errors import TriError
 from tri.evaluate.common import make_player
 from tri.games.triangle.game import TriangleGame
+from tri.progress import Report
 from tri.resources import arena_batch
 
 EVAL_DOMAIN = 0xE7A1  # the evaluation seeds' tag (self-play: 0x5E1F, arena: 0xA2E4A)
@@ -104,12 +105,12 @@ class TriangleEval:
 
 def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200, seed: int = 0,
                  simulations: int | None = None, out: Path | None = None,
-                 runtime: Runtime | None = None) -> TriangleEval:
+                 runtime: Runtime | None = None, progress: Report | None = None) -> TriangleEval:
     """``player`` against ``baseline`` (each a spec, see :mod:`tri.players`, or an agent) on the
     ``games`` seeds of :func:`eval_seeds` ``(seed, games)``, in ``params.game.triangle``'s puzzle;
     ``simulations`` sets the search budget of ``player`` if it is a bare checkpoint path (a
     baseline checkpoint plays ``arena.simulations``, or its own ``mcts:PATH:N``). Writes ``out``
-    (JSON) if given."""
+    (JSON) if given; ``progress`` hears of every game (:mod:`tri.progress`)."""
 
     start = time.perf_counter()
     if games < 2:
@@ -127,9 +128,12 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
     base, _, base_name, base_sims = make_player(baseline, game, params, simulations=None, seed=rng_seed,
                                                 device=device, batch=batch)
     seeds = eval_seeds(seed, games)
-    with torch_threads():  # as in the arena: results must not depend on the machine
-        ours = run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves).games
-        theirs = run_episodes(game, [base], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves).games
+    # torch_threads: as in the arena, results must not depend on the machine
+    with torch_threads(), progress_meter(game, (name, base_name), games, progress) as m:
+        ours = run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
+                            **counting(m, 0)).games
+        theirs = run_episodes(game, [base], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
+                              **counting(m, 1)).games
     scores = np.array([g.score for g in ours])
     base_scores = np.array([g.score for g in theirs])
     steps, base_steps = [g.steps for g in ours], [g.steps for g in theirs]
