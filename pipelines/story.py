@@ -96,7 +96,7 @@ class _Show(logging.Handler):
         self._last[label] = now
         try:
             self.show(Update(label, update.done, update.total, update.unit, update.figures, update.seconds,
-                             update.final))
+                             update.final, update.stopped))
         except Exception:  # noqa: BLE001 - a progress line must never fail the generation
             self.handleError(record)
 

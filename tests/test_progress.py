@@ -129,3 +129,13 @@ def test_tri_loop_shows_progress_and_only_its_own_lines_when_not_on_a_terminal(t
         assert mine[0][0] < mine[-1][0], (stage, lines)  # printed as it ran, not all at the end
     row = next(i for i, line in enumerate(text) if TABLE_ROW.match(line))
     assert row == len(text) - 2
+
+
+def test_a_stage_that_fails_says_stopped_not_done():
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        with progress.Meter("train", 10, "steps", seen.append, every=0.0) as m:
+            m.advance()
+            raise KeyboardInterrupt
+    assert [(u.final, u.stopped) for u in seen] == [(False, False), (True, True)]
+    assert seen[-1].line().endswith("stopped")

@@ -39,13 +39,14 @@ class Update:
     figures: str
     seconds: float
     final: bool = False
+    stopped: bool = False  # the last update of a stage that failed or was interrupted
 
     def line(self) -> str:
         """The update as one line of text."""
         minutes, seconds = divmod(int(self.seconds), 60)
         figures = f"  {self.figures}" if self.figures else ""
         return (f"{self.stage:<9} {self.done:>{len(str(self.total))}}/{self.total} {self.unit}{figures}"
-                f"  {minutes}:{seconds:02d}{'  done' if self.final else ''}")
+                f"  {minutes}:{seconds:02d}{'  stopped' if self.stopped else '  done' if self.final else ''}")
 
 
 Report = Callable[[Update], None]
@@ -86,11 +87,11 @@ class Meter:
         with self._lock:
             self.values.update(values)
 
-    def close(self) -> None:
-        """The stage has ended: report where it stands, once."""
+    def close(self, stopped: bool = False) -> None:
+        """The stage has ended (``stopped``: failed or interrupted): report where it stands, once."""
         with self._lock:
             if self.report is not None:
-                self.report(self._update(final=True))
+                self.report(self._update(final=True, stopped=stopped))
             self.report = None
 
     def seconds(self) -> float:
@@ -105,16 +106,16 @@ class Meter:
         self._last = now
         self.report(self._update(final=False))
 
-    def _update(self, final: bool) -> Update:
+    def _update(self, final: bool, stopped: bool = False) -> Update:
         seconds = self.seconds()
         text = self.figures(dict(self.values), self.done, seconds) if self.figures and self.values else ""
-        return Update(self.stage, self.done, self.total, self.unit, text, seconds, final)
+        return Update(self.stage, self.done, self.total, self.unit, text, seconds, final, stopped)
 
     def __enter__(self) -> Meter:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(stopped=exc_type is not None)  # a failed or interrupted stage is not "done"
 
 
 def meter(stage: str, total: int, unit: str, progress: Report | None, figures: Figures | None = None,
