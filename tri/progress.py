@@ -101,8 +101,8 @@ class Meter:
         if self.report is None:
             return
         now = self.clock()
-        if self._last is not None and now - self._last < self.every:
-            return
+        if (self._last is not None and now - self._last < self.every) or self.done == self.total:
+            return  # too soon; or all done, which close() reports (once)
         self._last = now
         self.report(self._update(final=False))
 
