@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.futures import wait
 
 from pipelines import processes, story
 from pipelines.runners import make_task_runner
@@ -143,6 +142,12 @@ def selfplay_shard(task):
                             count=counts.count_for(task.shard) if counts is not None else None)
 
 
+def _finished(future) -> bool:
+    """Whether a shard's future has finished (the runner's own future says so without a wait)."""
+    inner = getattr(future, "wrapped_future", None)
+    return inner.done() if inner is not None else future.state.is_final()
+
+
 def _play_shards(tasks, games: int) -> list:
     """Submit one task per shard and wait for all, reporting progress (:data:`_progress`); if
     the wait is interrupted (Ctrl-C, SIGTERM), stop the shards in flight at once, wherever they
@@ -156,16 +161,17 @@ def _play_shards(tasks, games: int) -> list:
         try:
             futures = selfplay_shard.map(tasks)
             ended: set[int] = set()
-            # In short waits: a signal may be delivered to any thread, and Python runs its handler
-            # only once the main thread wakes up, which a wait without timeout does at the end.
-            while True:
-                done = wait(futures, timeout=0.25)
+            # Polled in short sleeps: Python runs a signal's handler (Ctrl-C, SIGTERM) in the main
+            # thread only, once it wakes, and a sleep is the one place it can raise cleanly (raised
+            # inside a condition's wait it can fail with "release unlocked lock").
+            while len(ended) < len(futures):
                 for i, f in enumerate(futures):
-                    if f in done.done and i not in ended and f.state.is_completed():
+                    if i not in ended and _finished(f):
                         ended.add(i)
-                        counts.ended(tasks[i].shard, f.result().games)
-                if not done.not_done:
-                    break
+                        if f.state.is_completed():
+                            counts.ended(tasks[i].shard, f.result().games)
+                if len(ended) < len(futures):
+                    time.sleep(0.25)
         except BaseException:
             stop.set()
             processes.stop_workers(grace=5)
