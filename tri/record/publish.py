@@ -8,7 +8,7 @@ generation). Publishing:
    its content hash against the project's promotion log, and writes it without its optimizer
    state (a smaller file that loads the same network);
 2. reads the training record: the tag ``tri/gen-NNNN`` and its commit, generations and
-   promotions up to it, and the wall time of those generations (their ``generation_seconds`` in
+   promotions up to it, and the wall time of those generations (their ``9 timing/generation seconds`` in
    the project's MLflow store);
 3. runs each evaluation command of the game (:data:`EVALUATIONS`, and the small :data:`CHECKS`
    slice the tests replay) as a separate ``tri`` process from the checkout's root, with
@@ -174,8 +174,9 @@ def _training(project: Path, game: str, log: list[dict], generation: int, loop: 
 
 
 def _generation_seconds(project: Path, game: str, generation: int) -> float:
-    """Sum of ``generation_seconds`` over the project's recorded generations up to ``generation``
-    (each generation once: its last complete run)."""
+    """Sum of ``9 timing/generation seconds`` (``generation_seconds`` in older runs) over the
+    project's recorded generations up to ``generation`` (each generation once: its last complete
+    run)."""
     client, s = mlstore.open_store(project, None, create=False)
     if client is None:
         raise TriError(f"{project}: no MLflow store to read the generations' wall time from")
