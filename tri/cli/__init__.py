@@ -19,6 +19,7 @@ COMMANDS = {
     "loop": ("tri.cli.project:loop_cmd", "Run generations as Prefect flows, after the last recorded one."),
     "serve": ("tri.cli.serve:serve", "The Prefect and MLflow UIs of a project, and its deployments."),
     "play": ("tri.cli.play:play", "Play a game yourself in the terminal."),
+    "web": ("tri.cli.web:web", "Play, watch and compare agents in a browser."),
     "arena": ("tri.cli.stages:arena_cmd", "Compare two players on the same seeds."),
     "eval": ("tri.cli.evaluate:eval_group", "Measure a player: against perfect play, or greedy (triangle)."),
     "ladder": ("tri.cli.ladder:ladder_cmd", "Rank players: ratings with intervals (two-player), paired means (triangle)."),
