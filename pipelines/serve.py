@@ -1,8 +1,8 @@
 """``tri serve``: the local UIs and the deployments of one project, in one process.
 
-:func:`serve` starts the Prefect server and the MLflow UI as child processes (their state inside
-the project: ``<root>/.prefect``, ``<root>/.mlflow``; logs in ``<root>/.prefect/logs``), waits
-until both answer HTTP (saying so as each does), registers two deployments against that server
+:func:`serve` starts the Prefect server, the MLflow UI and tri's web page (:mod:`tri.web`) as child
+processes (their state inside the project: ``<root>/.prefect``, ``<root>/.mlflow``; the page keeps
+none; logs in ``<root>/.prefect/logs``), waits until all answer HTTP (saying so as each does), registers two deployments against that server
 (``tri-generation/<name>-generation`` and ``tri-loop/<name>-loop``, ``<name>`` the project
 folder's name; the loop optionally on an interval or cron schedule) and serves them from this process, one flow run at a time (a second generation
 would also be refused by the project lock). Flow runs are child processes with this process's
@@ -11,7 +11,7 @@ working directory.
 
 It returns when interrupted (Ctrl-C, or SIGTERM, which it treats alike), after stopping
 everything in order: any flow run in flight (with its workers), the serve loop (it pauses the
-schedules), the Prefect server, then MLflow. A problem starting (a port in use, a server that exits or does not answer) is a
+schedules), the Prefect server, MLflow, then the page. A problem starting (a port in use, a server that exits or does not answer) is a
 one-line :class:`~tri.errors.TriError` naming the server and its log, and stops whatever started.
 """
 
@@ -36,6 +36,7 @@ from tri.record.provenance import project_id
 
 PREFECT_PORT = 4200
 MLFLOW_PORT = 5000
+WEB_PORT = 8765  # tri.web.app.PORT (not imported: it would load FastAPI for every flow run)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,16 @@ def mlflow_service(root: Path, port: int, tracking_uri: str, artifact_location: 
     return Service("MLflow UI", command, port, f"{address}/health", address, log_dir(root) / "mlflow-server.log",
                    "--mlflow-port",
                    {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+
+
+def web_service(root: Path, port: int, links: dict[str, str]) -> Service:
+    """``tri web`` (:mod:`tri.web`): the page that plays, watches and compares the project's agents,
+    linking to the other two UIs."""
+    command = [sys.executable, "-m", "tri.cli", "web", "--root", str(root), "--host", HOST, "--port", str(port)]
+    for name, url in links.items():
+        command += [f"--{name}-url", url]
+    address = f"http://{HOST}:{port}"
+    return Service("web page", command, port, f"{address}/api/info", address, log_dir(root) / "web.log", "--web-port")
 
 
 # ---- flow-run processes and signals ---------------------------------------------------------
@@ -293,14 +304,19 @@ def mlflow_links(root: Path, address: str) -> list[tuple[str, str]]:
 
 
 def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = MLFLOW_PORT,
-          schedule: Schedule = Schedule(), loop_stop: LoopStop = LoopStop(), params_file: str | None = None,
+          web_port: int | None = WEB_PORT, schedule: Schedule = Schedule(), loop_stop: LoopStop = LoopStop(), params_file: str | None = None,
           timeout: float = STARTUP_TIMEOUT, echo: Callable[[str], None] = print) -> None:
     """Run the UIs and serve the deployments of the project ``root`` until interrupted (see the
     module docstring). Changes this process's working directory to ``root`` and sets its
     ``PREFECT_HOME`` (flow runs inherit both). ``echo`` prints the addresses. Raises
     :class:`TriError` for a bad option or a server that does not start."""
-    if prefect_port == mlflow_port:
-        raise TriError(f"--prefect-port and --mlflow-port are both {prefect_port}: give two ports")
+    ports = {"--prefect-port": prefect_port, "--mlflow-port": mlflow_port, "--web-port": web_port}
+    taken: dict[int, str] = {}
+    for option, port in ports.items():
+        if port is not None and port in taken:
+            raise TriError(f"{taken[port]} and {option} are both {port}: give each its own port")
+        if port is not None:
+            taken[port] = option
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     versioning.check_params_file(root, params_file)
@@ -312,6 +328,11 @@ def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = ML
     services = [prefect_service(root, prefect_port)]
     if store.artifact_location is not None:  # a local store: serve its UI (a tracking server has its own)
         services.append(mlflow_service(root, mlflow_port, store.tracking_uri, store.artifact_location))
+    if web_port is not None:
+        links = {"prefect": services[0].address}
+        if len(services) > 1:
+            links["mlflow"] = services[1].address
+        services.append(web_service(root, web_port, links))
     with atomic.exclusive(stores.prefect_home(root) / "serve.lock",  # they would share its stores
                           f"tri serve for {root} is already running ({{holder}}); use it, or stop it first"):
         for service in services:
@@ -323,8 +344,9 @@ def _serve(root: Path, services: list[Service], schedule: Schedule, loop_stop: L
            timeout: float, echo: Callable[[str], None], tracking_uri: str) -> None:
     """:func:`serve`'s body, once the options are checked and the project is ours."""
     os.chdir(root)  # flow runs are processes started from this one: they inherit the directory
-    if len(services) > 1:  # flow runs inherit it too: their Prefect pages link to their MLflow runs
-        os.environ["TRI_MLFLOW_UI"] = services[1].address
+    mlflow = next((s for s in services if s.name == "MLflow UI"), None)
+    if mlflow is not None:  # flow runs inherit it too: their Prefect pages link to their MLflow runs
+        os.environ["TRI_MLFLOW_UI"] = mlflow.address
     stopper = Stopper()
     names = " and the ".join(service.name for service in services)
     echo(f"starting the {names} (their state in {root}; about 15 s) ...")
@@ -342,7 +364,7 @@ def _serve(root: Path, services: list[Service], schedule: Schedule, loop_stop: L
                     run(runner, stopper)
                 finally:
                     ignore_interrupts()
-                    echo("stopping: flow runs, the serve loop, the Prefect server, then MLflow ...")
+                    echo("stopping: flow runs, the serve loop, then the servers ...")
                     stop_workers()  # any left (none after a signal: the handler stopped them)
         except KeyboardInterrupt:
             pass  # interrupted while starting: running() has stopped what started
@@ -353,15 +375,18 @@ def _announce(echo: Callable[[str], None], root: Path, services: list[Service], 
               schedule: Schedule, loop_stop: LoopStop) -> None:
     """Tell the person where to look and how to stop."""
     prefect = services[0]
+    by_name = {s.name: s for s in services}
     echo(f"Prefect UI: {prefect.address}")
     echo(f"  deployments:  {prefect.address}/deployments")
     echo(f"  flow runs:    {prefect.address}/runs")
-    if len(services) > 1:
-        echo(f"MLflow UI:  {services[1].address}")
-        for label, url in mlflow_links(root, services[1].address):
+    if "MLflow UI" in by_name:
+        echo(f"MLflow UI:  {by_name['MLflow UI'].address}")
+        for label, url in mlflow_links(root, by_name["MLflow UI"].address):
             echo(f"  {label}: {url}")
     else:
         echo(f"MLflow:     {tracking_uri} (TRI_MLFLOW_URI; no local UI started)")
+    if "web page" in by_name:
+        echo(f"web page:   {by_name['web page'].address}/ (play, watch and compare the agents)")
     echo(f"serving tri-generation/{deployment_name(root, 'generation')} and tri-loop/{deployment_name(root, 'loop')} "
          f"({schedule.describe()}) for {root}")
     if loop_stop.endless and (schedule.interval is not None or schedule.cron is not None):

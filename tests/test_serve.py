@@ -117,18 +117,18 @@ def served(tmp_path_factory):
     root.mkdir()
     home.mkdir()
     write_params(root / "params.yaml", PARAMS)
-    ports = {"prefect": free_port(), "mlflow": free_port()}
+    ports = {"prefect": free_port(), "mlflow": free_port(), "web": free_port()}
     out = base / "serve.out"
     with open(out, "wb") as stdout:
         proc = serve_cli("--root", root, "--prefect-port", ports["prefect"], "--mlflow-port", ports["mlflow"],
-                         "--interval", 60, cwd=base, env=serve_env(home), stdout=stdout)
+                         "--web-port", ports["web"], "--interval", 60, cwd=base, env=serve_env(home), stdout=stdout)
     started = time.monotonic()
     try:
         text = wait_for_line(proc, out, READY, STARTUP)
         info = {"proc": proc, "root": root, "home": home, "out": out, "text": text,
                 "startup": time.monotonic() - started,
                 "prefect": f"http://127.0.0.1:{ports['prefect']}",
-                "mlflow": f"http://127.0.0.1:{ports['mlflow']}"}
+                "mlflow": f"http://127.0.0.1:{ports['mlflow']}", "web": f"http://127.0.0.1:{ports['web']}"}
         with pytest.MonkeyPatch.context() as mp:
             if "PREFECT_HOME" not in os.environ:  # importing prefect creates its home: not the real one
                 mp.setenv("PREFECT_HOME", str(base / "client-prefect-home"))
@@ -156,12 +156,16 @@ def test_both_uis_answer_and_addresses_are_printed(served):
     assert answers(served["mlflow"])
     # The Prefect UI asks the API on the port it was given (Prefect's default would be 4200).
     assert get_json(f"{served['prefect']}/ui-settings")["api_url"] == f"{served['prefect']}/api"
+    # The web page answers beside them and links to both.
+    assert answers(served["web"])
+    assert get_json(f"{served['web']}/api/info")["links"] == {"prefect": served["prefect"], "mlflow": served["mlflow"]}
     text = served["text"]
     assert f"Prefect UI: {served['prefect']}" in text and f"MLflow UI:  {served['mlflow']}" in text
+    assert f"web page:   {served['web']}/" in text
     assert "Traceback" not in text, text
     # Both stores and the logs are inside the project.
     for path in (".prefect/prefect.db", ".mlflow/mlflow.db", ".prefect/logs/prefect-server.log",
-                 ".prefect/logs/mlflow-server.log"):
+                 ".prefect/logs/mlflow-server.log", ".prefect/logs/web.log"):
         assert (served["root"] / path).exists(), path
     print(f"startup {served['startup']:.1f} s")
 
@@ -170,7 +174,7 @@ def test_a_second_serve_on_the_project_is_refused(served):
     """Two ``tri serve`` on one project would share its stores: the second is refused at once,
     before it starts anything, naming the first."""
     proc = serve_run("--root", served["root"], "--prefect-port", free_port(), "--mlflow-port", free_port(),
-                     home=served["home"])
+                     "--web-port", free_port(), home=served["home"])
     assert_clean_error(proc, 1, f"tri serve for {served['root']} is already running (pid {served['proc'].pid})")
     assert served["proc"].poll() is None and answers(f"{served['prefect']}/api/health")
 
@@ -249,7 +253,7 @@ def test_sigint_stops_a_loop_in_flight_and_every_process_and_home_stays_empty(se
         time.sleep(0.5)
     proc = served["proc"]
     children = psutil.Process(proc.pid).children(recursive=True)
-    assert len(children) >= 3  # the two servers and the flow run
+    assert len(children) >= 4  # the three servers and the flow run
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=90) == 0, served["out"].read_text()
@@ -257,6 +261,7 @@ def test_sigint_stops_a_loop_in_flight_and_every_process_and_home_stays_empty(se
     _, alive = psutil.wait_procs(children, timeout=5)
     assert alive == [], [(p.pid, p.cmdline()) for p in alive]
     assert not answers(f"{served['prefect']}/api/health") and not answers(f"{served['mlflow']}/health")
+    assert not answers(f"{served['web']}/api/info")
     text = served["out"].read_text()
     assert text.rstrip().endswith("stopped") and "Traceback" not in text, text
     # The loop's flow run was stopped and said so: Crashed in the server's database (its own
@@ -276,11 +281,11 @@ def test_sigterm_while_starting_stops_the_servers(tmp_path):
     home.mkdir()
     out = tmp_path / "serve.out"
     with open(out, "wb") as stdout:
-        proc = serve_cli("--root", root, "--prefect-port", free_port(), "--mlflow-port", free_port(), cwd=tmp_path,
-                         env=serve_env(home), stdout=stdout)
+        proc = serve_cli("--root", root, "--prefect-port", free_port(), "--mlflow-port", free_port(),
+                         "--web-port", free_port(), cwd=tmp_path, env=serve_env(home), stdout=stdout)
     try:
         deadline = time.monotonic() + 60
-        while len(psutil.Process(proc.pid).children()) < 2:  # both servers launched, not yet answering
+        while len(psutil.Process(proc.pid).children()) < 3:  # the servers launched, not yet answering
             assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
             time.sleep(0.1)
         children = psutil.Process(proc.pid).children(recursive=True)
@@ -301,8 +306,14 @@ def test_taken_port_is_a_one_line_error(tmp_path):
         busy.listen()
         port = busy.getsockname()[1]
         proc = serve_run("--root", tmp_path / "p", "--prefect-port", port, "--mlflow-port", free_port(),
-                         home=tmp_path)
-    assert_clean_error(proc, 1, f"port {port} is in use", "--prefect-port")
+                         "--web-port", free_port(), home=tmp_path)
+        assert_clean_error(proc, 1, f"port {port} is in use", "--prefect-port")
+        proc = serve_run("--root", tmp_path / "p", "--prefect-port", free_port(), "--mlflow-port", free_port(),
+                         "--web-port", port, home=tmp_path)
+        assert_clean_error(proc, 1, f"port {port} is in use", "--web-port")
+    proc = serve_run("--root", tmp_path / "p", "--prefect-port", 4999, "--mlflow-port", 5001, "--web-port", 4999,
+                     home=tmp_path)
+    assert_clean_error(proc, 1, "--prefect-port and --web-port are both 4999")
 
 
 def fake_service(tmp_path: Path, name: str, code: str) -> processes.Service:
@@ -321,9 +332,8 @@ def test_a_server_that_exits_while_starting_is_named_with_its_log_and_the_others
     before = children_pids()
     silent = fake_service(tmp_path, "silent", "import time; time.sleep(60)")
     broken = fake_service(tmp_path, "broken", "import sys; print('no database'); sys.exit(3)")
-    with pytest.raises(TriError) as info:
-        with processes.running([silent, broken], tmp_path, timeout=30):
-            pytest.fail("running() must not yield")
+    with pytest.raises(TriError) as info, processes.running([silent, broken], tmp_path, timeout=30):
+        pytest.fail("running() must not yield")
     message = str(info.value)
     assert "\n" not in message and "broken exited while starting (exit code 3)" in message
     assert str(broken.log) in message and "no database" in broken.log.read_text()
@@ -371,5 +381,5 @@ def test_a_server_that_does_not_answer_in_time_is_named_with_its_log(tmp_path):
                                           (["--cron", "every hour"], "not a cron expression")])
 def test_bad_schedule_is_a_one_line_error(tmp_path, args, needle):
     proc = serve_run("--root", tmp_path / "p", "--prefect-port", free_port(), "--mlflow-port", free_port(),
-                     *args, home=tmp_path)
+                     "--web-port", free_port(), *args, home=tmp_path)
     assert_clean_error(proc, 1, needle)

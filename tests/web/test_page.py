@@ -110,6 +110,8 @@ def test_triangle_by_clicks_to_game_over_scores_as_the_engine(page):
         page.click(f"#play-slots [data-slot='{slot}']")
         page.hover(f"#play-board polygon.cell[data-r='{r}'][data-c='{c}']")
         assert page.locator("#play-board .ghost.fits").count() > 0  # the ghost, green: it fits here
+        if p["moves"] == 8:
+            shot(page, "web-play-triangle.png")
         page.click(f"#play-board polygon.cell[data-r='{r}'][data-c='{c}']")
         p = wait_moves(page, p["moves"] + 1)
     engine = TriangleGame()
@@ -123,7 +125,6 @@ def test_triangle_by_clicks_to_game_over_scores_as_the_engine(page):
     assert int(page.inner_text("#play-lines")) == lines
     assert page.inner_text("#play-result") == "game over"
     assert "game over" in page.inner_text("#play-message")
-    shot(page, "web-play-triangle.png")
 
 
 def test_an_illegal_placement_is_refused_and_the_game_goes_on(page):

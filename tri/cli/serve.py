@@ -1,5 +1,5 @@
-"""``tri serve``: the Prefect and MLflow UIs of a project, and its deployments (the logic is in
-:mod:`pipelines.serve`)."""
+"""``tri serve``: the Prefect and MLflow UIs and the web page of a project, and its deployments (the
+logic is in :mod:`pipelines.serve`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ from tri.cli.common import CONTEXT
               help="Port of the Prefect server and UI.")
 @click.option("--mlflow-port", type=click.IntRange(1, 65535), default=5000, show_default=True,
               help="Port of the MLflow UI.")
+@click.option("--web-port", type=click.IntRange(1, 65535), default=serving.WEB_PORT, show_default=True,
+              help="Port of tri's web page (play, watch, compare).")
+@click.option("--no-web", is_flag=True, help="Do not start the web page.")
 @click.option("--interval", type=click.FloatRange(0, min_open=True), default=None, metavar="MINUTES",
               help="Run the loop deployment every MINUTES (default: no schedule).")
 @click.option("--cron", default=None, metavar="EXPR", help="Run the loop deployment on a cron schedule, "
@@ -32,14 +35,14 @@ from tri.cli.common import CONTEXT
               help="Params file for the runs (default: ROOT/params.yaml, else the embedded defaults).")
 @click.option("--timeout", type=click.FloatRange(1), default=180, show_default=True,
               help="Seconds to wait for the servers to answer.")
-def serve(root: Path, prefect_port: int, mlflow_port: int, interval: float | None, cron: str | None,
+def serve(root: Path, prefect_port: int, mlflow_port: int, web_port: int, no_web: bool, interval: float | None, cron: str | None,
           generations: int | None, minutes: float | None, plateau: int | None, params_path: Path | None,
           timeout: float) -> None:
-    """Start the Prefect server and the MLflow UI for the project, and serve its generation and
-    loop deployments: start, schedule, watch and cancel runs from the Prefect UI. Ctrl-C stops
-    everything."""
+    """Start the Prefect server, the MLflow UI and tri's web page for the project, and serve its
+    generation and loop deployments: start, schedule, watch and cancel runs from the Prefect UI;
+    play, watch and compare the agents on the web page. Ctrl-C stops everything."""
     params_file = str(params_path.resolve()) if params_path is not None else None
-    serving.serve(root, prefect_port=prefect_port, mlflow_port=mlflow_port,
+    serving.serve(root, prefect_port=prefect_port, mlflow_port=mlflow_port, web_port=None if no_web else web_port,
                   schedule=serving.Schedule(interval, cron),
                   loop_stop=serving.LoopStop(generations, minutes, plateau), params_file=params_file,
                   timeout=timeout, echo=lambda line: click.echo(line))

@@ -59,6 +59,6 @@ export async function showCompare() {
   }
   $("#compare-champions").replaceChildren(view.champions.length ? table(
     ["game", "generation", "search", "measured", "card"],
-    view.champions.map((c) => [c.game, c.generation, `${c.simulations} simulations`, c.summary, c.card]),
+    view.champions.map((c) => [c.game, c.generation, `${c.simulations} simulations`, c.summary, c.card]), "text",
   ) : note("no champions found"));
 }

@@ -33,8 +33,9 @@ export function link(href, text) {
   return a;
 }
 
-export function table(headers, rows) {
+export function table(headers, rows, className = "") {
   const t = document.createElement("table");
+  if (className) t.className = className;
   const head = t.createTHead().insertRow();
   for (const h of headers) {
     const th = document.createElement("th");

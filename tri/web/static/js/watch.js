@@ -5,7 +5,7 @@
 // seed, the same draws.
 
 import { api } from "./api.js";
-import { gridBoard, shapeSvg, triangleBoard } from "./boards.js";
+import { drawGhost, gridBoard, shapeSvg, triangleBoard } from "./boards.js";
 import { $, fillPlayers, fmt, gameInfo, say } from "./ui.js";
 
 let panels = []; // {title, frames: [Frame], node}
@@ -53,6 +53,11 @@ function show() {
     n.querySelector(".panel-message").textContent = text;
     const heat = analysis ? analysis.heat : null;
     const board = pos.kind === "triangle" ? triangleBoard(b, { heat }) : gridBoard(b, { game: pos.game, heat });
+    if (analysis && pos.kind === "triangle" && analysis.top.length) {
+      // The search's first choice, where its shape would go.
+      const [s, r, c] = analysis.top[0].move.split(" ").map(Number);
+      drawGhost(board, b, b.slots[s], r, c, true);
+    }
     n.querySelector(".board").replaceChildren(board);
     const slots = n.querySelector(".slots");
     slots.replaceChildren(...(pos.kind === "triangle" ? b.slots.map((shape, s) => {
