@@ -348,8 +348,9 @@ def _serve(root: Path, services: list[Service], schedule: Schedule, loop_stop: L
     if mlflow is not None:  # flow runs inherit it too: their Prefect pages link to their MLflow runs
         os.environ["TRI_MLFLOW_UI"] = mlflow.address
     stopper = Stopper()
-    names = " and the ".join(service.name for service in services)
-    echo(f"starting the {names} (their state in {root}; about 15 s) ...")
+    names = [f"the {service.name}" for service in services]
+    names = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    echo(f"starting {names} (their state in {root}; about 15 s) ...")
 
     def ready(service: Service, seconds: float) -> None:
         echo(f"  {service.name} answers on {service.address} ({seconds:.1f} s)")

@@ -21,6 +21,7 @@ function image(src, alt) {
 
 export async function showCompare() {
   let view;
+  $("#compare-curve").replaceChildren(note("loading the project's records…"));
   try {
     view = await api.compare();
   } catch (err) {
