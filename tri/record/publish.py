@@ -55,11 +55,16 @@ EVALUATIONS: dict[str, list[tuple[str, str]]] = {
         ("every reachable position, the network alone", "tri eval tictactoe net:champion:tictactoe"),
         ("against greedy, both colours", "tri arena champion:tictactoe greedy --games 50"),
     ],
+    "othello": [
+        ("against greedy, both colours", "tri arena champion:othello greedy --games 50"),
+        ("against random, both colours", "tri arena champion:othello random --games 50"),
+    ],
 }
 CHECKS: dict[str, tuple[str, str]] = {
     "triangle": ("4 seeds of the evaluation", "tri eval triangle champion --games 4"),
     "connect4": ("the first 10 positions of each Pons test set", "tri eval connect4 champion --limit 10"),
     "tictactoe": ("4 games against greedy", "tri arena champion:tictactoe greedy --games 2"),
+    "othello": ("4 games against greedy", "tri arena champion:othello greedy --games 2"),
 }
 
 

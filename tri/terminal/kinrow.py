@@ -37,10 +37,22 @@ class KInRowView(BoardView):
             text = Text(line)
             text.highlight_regex(r"X", _STYLE_X)
             text.highlight_regex(r"O", _STYLE_O)
-            text.highlight_regex(r"[.\d]+", STYLE_DIM)
+            text.highlight_regex(r"[.*\d]+", STYLE_DIM)
             self.console.print(text)
 
     def help(self, p: Progress) -> None:
         super().help(p)
         legal = np.flatnonzero(self.game.legal(p.state[None])[0])
-        self.say(f"legal now: {', '.join(str(a + 1) for a in legal)}", STYLE_DIM)
+        self.say(f"legal now: {', '.join(self.move_label(int(a)) for a in legal)}", STYLE_DIM)
+
+    def move_label(self, action: int) -> str:
+        """A legal move as the help lists it: its 1-based number."""
+        return str(action + 1)
+
+
+class OthelloView(KInRowView):
+    """Othello on its text board (``X`` black, ``O`` white, ``*`` a legal placement); the help
+    lists moves in ``a1`` notation."""
+
+    def move_label(self, action: int) -> str:
+        return self.game.action_name(action)

@@ -11,18 +11,18 @@ Modules: :mod:`.players` (the allow-list), :mod:`.positions` (a state as JSON, t
 as a heat map), :mod:`.sessions` (games being played or watched), :mod:`.compare` (the project's
 learning curve, ladder and champions), :mod:`.app` (routes), ``static/`` (the page).
 
-The API (JSON in and out; ``GAME`` is a registry name: ``triangle``, ``connect4``, ``tictactoe``)
+The API (JSON in and out; ``GAME`` is a registry name: ``triangle``, ``connect4``, ``tictactoe``, ``othello``)
 -----------------------------------------------------------------------------------------------
 
 ``GET /api/info`` ->
 ``{"project": str, "game": str (the project's game), "links": {"prefect": url|null,
 "mlflow": url|null}, "games": [{"name", "title", "num_players": 1|2, "default_player":
-"champion", "players": [{"name": str, "label": str}]}]}``. ``players`` is the allow-list for that
+"champion" (or "greedy" for a game without a champion), "players": [{"name": str, "label": str}]}]}``. ``players`` is the allow-list for that
 game: ``champion``, ``champion-net`` (its network alone, no search), ``greedy``, ``random``, and,
 for the project's own game, ``best`` and ``gen-NNNN`` (the project's checkpoints).
 
 ``POST /api/play`` ``{"game": GAME, "seed": int (optional; default random), "opponent": name
-(two-player; default "champion"), "seat": 0|1 (two-player: the person's seat, 0 moves first;
+(two-player; default the game's default_player), "seat": 0|1 (two-player: the person's seat, 0 moves first;
 default 0)}`` -> a **Position** (the opponent has already replied if it moves first).
 
 ``GET /api/play/ID`` -> the current Position.
@@ -51,7 +51,8 @@ shape needs up there"}`` and the game is unchanged.
     {"rows": int, "cols": int, "cells": [[0|1|2]] (0 empty, 1 first player X, 2 second O),
      "moves": [[str|null]] (the move a click on that cell plays, null: none),
      "legal": [[bool]] (a click there is legal now), "last": [r, c] | null (the last piece),
-     "col_labels": [str], "row_labels": [str]}
+     "col_labels": [str], "row_labels": [str],
+     "extra": [{"move": str, "legal": bool}] (moves that are no cell, e.g. Othello's "pass")}
 
 **Board**, kind ``"triangle"``::
 
@@ -62,7 +63,7 @@ shape needs up there"}`` and the game is unchanged.
      move placed that are still on the board), "cleared": [[r, c]] (triangles the last move
      cleared)}
 
-Watching: ``POST /api/watch`` ``{"game": GAME, "player": name (default "champion"), "seed": int
+Watching: ``POST /api/watch`` ``{"game": GAME, "player": name (default the game's default_player), "seed": int
 (optional), "opponent": name (two-player; default "greedy"), "seat": 0|1 (two-player: the
 player's seat; default 0), "analysis": bool (default true)}`` -> a **Frame** (index 0, no
 decision). ``POST /api/watch/ID/next`` -> the next Frame: the watched game advances one move

@@ -54,7 +54,7 @@ class _Body(BaseModel):
 class PlayRequest(_Body):
     game: Name
     seed: Seed | None = None
-    opponent: Name = "champion"
+    opponent: Name | None = None  # default: the game's champion, else greedy
     seat: Literal[0, 1] = 0
 
 
@@ -64,7 +64,7 @@ class MoveRequest(_Body):
 
 class WatchRequest(_Body):
     game: Name
-    player: Name = "champion"
+    player: Name | None = None  # default: the game's champion, else greedy
     seed: Seed | None = None
     opponent: Name = "greedy"
     seat: Literal[0, 1] = 0
@@ -143,8 +143,7 @@ def create_app(root: Path, *, links: dict[str, str | None] | None = None, runtim
     @app.get("/api/info")
     def info() -> dict:
         games = [{"name": name, "title": e.title, "num_players": roster.game(name).num_players,
-                  "default_player": "champion" if any(a.name == "champion" for a in roster.allowed(name))
-                  else "greedy",
+                  "default_player": roster.default_player(name),
                   "players": [{"name": a.name, "label": a.label} for a in roster.allowed(name)]}
                  for name, e in REGISTRY.items()]
         return {"project": roster.root.name, "game": roster.project_game, "links": links, "games": games}
@@ -156,11 +155,11 @@ def create_app(root: Path, *, links: dict[str, str | None] | None = None, runtim
         if game.num_players == 1:
             session = store.new(game, seed, [None], ["you"], 0)
         else:
-            opponent = roster.agent(body.game, body.opponent, _rng(seed, 1 - body.seat))
+            name = body.opponent or roster.default_player(body.game)
             agents = [None, None]
-            agents[1 - body.seat] = opponent
+            agents[1 - body.seat] = roster.agent(body.game, name, _rng(seed, 1 - body.seat))
             names = ["you", "you"]
-            names[1 - body.seat] = body.opponent
+            names[1 - body.seat] = name
             session = store.new(game, seed, agents, names, body.seat)
         with session.lock:
             session.replies()
@@ -183,13 +182,14 @@ def create_app(root: Path, *, links: dict[str, str | None] | None = None, runtim
     def watch(body: WatchRequest) -> dict:
         game = roster.game(body.game)
         seed = _seed(body.seed)
+        player = body.player or roster.default_player(body.game)
         if game.num_players == 1:
-            agents, names = [roster.agent(body.game, body.player, _rng(seed, 0))], [body.player]
+            agents, names = [roster.agent(body.game, player, _rng(seed, 0))], [player]
             seat = 0
         else:
             seat = body.seat
             agents, names = [None, None], [body.opponent, body.opponent]
-            agents[seat], names[seat] = roster.agent(body.game, body.player, _rng(seed, seat)), body.player
+            agents[seat], names[seat] = roster.agent(body.game, player, _rng(seed, seat)), player
             agents[1 - seat] = roster.agent(body.game, body.opponent, _rng(seed, 1 - seat))
         session = store.new(game, seed, agents, names, seat, watching=True, analysis=body.analysis)
         with session.lock:

@@ -98,6 +98,10 @@ class Roster:
             out += self._checkpoints()
         return out
 
+    def default_player(self, game: str) -> str:
+        """``champion`` where the game has one for these rules, else ``greedy``."""
+        return "champion" if any(a.name == "champion" for a in self.allowed(game)) else "greedy"
+
     def _same_rules(self, game: str, card: champions.ChampionCard) -> bool:
         """The champion was trained on the rules the page plays ``game`` by."""
         theirs = Params(**card.params).game

@@ -5,7 +5,8 @@ Two board kinds: ``triangle`` (the triangle puzzle: cells, orientations, slots a
 placement, so the page can draw the ghost of a shape without asking) and ``grid`` (any game whose
 :meth:`~tri.games.base.PlayableGame.board` is its whole picture: Connect Four, m,n,k-games). A
 grid game's action is a cell (``r * cols + c``), or a column when the game has ``gravity`` (its
-row 0 is then the bottom row, drawn last).
+row 0 is then the bottom row, drawn last); a game may name its columns (``column_labels``, as
+Othello's letters). Actions past the clickable ones (Othello's pass) are listed as ``extra``.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def heat(game: PlayableGame, state: np.ndarray, policy: np.ndarray) -> list[list
                     grid[heights[c], c] = p[c]
             grid = grid[::-1]
         else:
-            grid = p[: rows * cols].reshape(rows, cols)
+            grid = p[: rows * cols].reshape(rows, cols)  # an action past the cells (a pass) is not drawn
     return [[round(float(v), 5) for v in row] for row in grid]
 
 
@@ -86,8 +87,12 @@ def _grid_board(game: PlayableGame, state: np.ndarray, before: np.ndarray | None
     else:
         row_labels = [str(r + 1) for r in range(rows)]
         col_labels = [str(c + 1) for c in range(cols)]
+        col_labels = list(getattr(game, "column_labels", col_labels))  # Othello's letters
+    clicks = cols if gravity else rows * cols
+    extra = [{"move": game.action_name(a), "legal": bool(legal[a] and not over)}  # e.g. Othello's pass
+             for a in range(clicks, game.num_actions)]
     return {"rows": rows, "cols": cols, "cells": np.asarray(cells).tolist(), "moves": moves,
-            "legal": ok, "last": last, "col_labels": col_labels, "row_labels": row_labels}
+            "legal": ok, "last": last, "col_labels": col_labels, "row_labels": row_labels, "extra": extra}
 
 
 def _triangle_board(game: TriangleGame, state: np.ndarray, before: np.ndarray | None,

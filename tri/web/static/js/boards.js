@@ -109,11 +109,25 @@ export function gridBoard(board, opts = {}) {
   const svg = el("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
                           "aria-label": `${opts.game || "grid"} board` });
   const discs = opts.game === "connect4";
+  const othello = opts.game === "othello"; // black and white discs on green
   for (let c = 0; c < board.cols; c++) {
     el("text", { x: pad + c * size + size / 2, y: 14, class: "axis" }, svg).textContent = board.col_labels[c];
   }
+  if (othello) {
+    for (let r = 0; r < board.rows; r++) {
+      el("text", { x: 10, y: pad + r * size + size / 2 + 4, class: "axis" }, svg).textContent = board.row_labels[r];
+    }
+  }
   if (discs) el("rect", { x: pad, y: pad, width: board.cols * size, height: board.rows * size, rx: 10, class: "frame" }, svg);
-  else {
+  else if (othello) {
+    el("rect", { x: pad, y: pad, width: board.cols * size, height: board.rows * size, class: "felt" }, svg);
+    for (let i = 1; i < board.cols; i++) {
+      el("line", { x1: pad + i * size, y1: pad, x2: pad + i * size, y2: pad + board.rows * size, class: "feltline" }, svg);
+    }
+    for (let i = 1; i < board.rows; i++) {
+      el("line", { x1: pad, y1: pad + i * size, x2: pad + board.cols * size, y2: pad + i * size, class: "feltline" }, svg);
+    }
+  } else {
     for (let i = 1; i < board.cols; i++) {
       el("line", { x1: pad + i * size, y1: pad + 6, x2: pad + i * size, y2: pad + board.rows * size - 6, class: "gridline" }, svg);
     }
@@ -128,6 +142,9 @@ export function gridBoard(board, opts = {}) {
       const last = board.last && board.last[0] === r && board.last[1] === c;
       if (discs) {
         el("circle", { cx, cy, r: size * 0.38, class: `${v ? `disc${v}` : "hole"}${last ? " last" : ""}` }, svg);
+      } else if (othello) {
+        if (v) el("circle", { cx, cy, r: size * 0.4, class: `${v === 1 ? "black" : "white"}${last ? " last" : ""}` }, svg);
+        else if (board.legal[r][c]) el("circle", { cx, cy, r: size * 0.08, class: "hint" }, svg);
       } else if (v) {
         el("text", { x: cx, y: cy, class: `mark ${v === 1 ? "x" : "o"}` }, svg).textContent = v === 1 ? "X" : "O";
       }

@@ -25,7 +25,9 @@ function render() {
   $("#play-seed-shown").textContent = p.seed;
   $("#play-help").textContent = p.kind === "triangle"
     ? "Click a shape, then the cell where its outlined triangle goes: the ghost is green where it fits, red where not."
-    : p.game === "connect4" ? "Click a column to drop your disc." : "Click an empty cell.";
+    : p.game === "connect4" ? "Click a column to drop your disc."
+      : p.game === "othello" ? "Click a marked cell: your disc must close a line of the opponent's discs. Pass when you have no move."
+        : "Click an empty cell.";
   const history = $("#play-history");
   history.replaceChildren(...p.history.map((h) => {
     const li = document.createElement("li");
@@ -68,8 +70,18 @@ function render() {
       box.addEventListener("click", () => { selected = s; render(); });
       return box;
     }));
+    $("#play-extra").replaceChildren();
   } else {
     slots.hidden = true;
+    $("#play-extra").replaceChildren(...(b.extra || []).map((m) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = m.move;
+      button.dataset.move = m.move;
+      button.disabled = !m.legal || p.over;
+      button.addEventListener("click", () => send(m.move));
+      return button;
+    }));
     holder.replaceChildren(gridBoard(b, {
       game: p.game,
       onCell: (r, c) => {
