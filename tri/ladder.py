@@ -46,6 +46,7 @@ from tri.games import make_game
 from tri.net import load_checkpoint
 from tri.players import PlayerSpec, check_player_memory, make_agent, parse_spec
 from tri.ratings import ELO_PER_LOGIT, Match, bradley_terry
+from tri.yardsticks import UCT_C
 from tri.resources import arena_batch
 
 CACHE_FORMAT, CACHE_VERSION = "tri-ladder-result", 1  # a new version: every cached result is played again
@@ -180,6 +181,8 @@ def _identity(spec: PlayerSpec, s: _Setting) -> str:
     runs on; a search's settings, budget and move temperature."""
     if spec.kind in ("random", "greedy"):
         return json.dumps({"kind": spec.kind})
+    if spec.kind == "uct":  # no network: its budget and the code's constant are the player
+        return json.dumps({"kind": "uct", "simulations": spec.simulations, "c": UCT_C})
     ap = s.params.arena
     data = {"kind": spec.kind, "model": load_checkpoint(spec.path, s.game).model_id, "device": s.device}
     if spec.kind == "mcts":

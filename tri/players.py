@@ -16,6 +16,8 @@ spec                      player
                           settings and budget on its card (:mod:`tri.champions`)
 ``champion:GAME``         the shipped champion of GAME; PATH above may be one too
                           (``net:champion``, ``mcts:champion:connect4:800``)
+``uct:N``                 plain UCT with ``N`` simulations and random roll-outs, no
+                          network (two-player games; :mod:`tri.yardsticks`)
 ========================  ===========================================================
 """
 
@@ -34,6 +36,7 @@ from tri.games.base import Game, sample_legal
 from tri.net import load_checkpoint, make_evaluator
 from tri.record.registry import resolve_model
 from tri.resources import check_search
+from tri.yardsticks import UctAgent
 
 
 class RandomAgent:
@@ -78,7 +81,7 @@ class NetAgent:
 
 @dataclass(frozen=True)
 class PlayerSpec:
-    kind: str  # random | greedy | mcts | net
+    kind: str  # random | greedy | mcts | net | uct
     path: Path | None = None
     simulations: int | None = None
     text: str = ""
@@ -110,6 +113,11 @@ def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) 
 
     if text in ("random", "greedy"):
         return PlayerSpec(text, text=text)
+    if text.startswith("uct:"):
+        n = text[4:]
+        if not (n.isascii() and n.isdigit()) or not n.lstrip("0") or len(n) > 7:
+            raise TriError(f"player {_clip(text)!r}: expected uct:SIMULATIONS, e.g. uct:1000 (1 to 9999999)")
+        return PlayerSpec("uct", simulations=int(n), text=text)
     if text == "champion" or text.startswith(("models:/", "champion:")):
         path, mcts, sims = local(text)
         return PlayerSpec("mcts", path, sims, text=text, mcts=mcts)
@@ -127,7 +135,7 @@ def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) 
         return PlayerSpec("mcts", resolved, int(digits), text=text, mcts=mcts)
     if text and (Path(text).suffix == ".pt" or Path(text).is_file()):
         return PlayerSpec("mcts", Path(text), text=text)
-    raise TriError(f"unknown player {text!r}: use random, greedy, champion, a checkpoint path (.pt), "
+    raise TriError(f"unknown player {text!r}: use random, greedy, champion, uct:N, a checkpoint path (.pt), "
                    "mcts:PATH:N or net:PATH")
 
 
@@ -159,6 +167,8 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
         return RandomAgent(game, rng)
     if spec.kind == "greedy":
         return GreedyAgent(game)
+    if spec.kind == "uct":
+        return UctAgent(game, spec.simulations, rng, name=spec.text)
     ckpt = load_checkpoint(spec.path, game)
     evaluate = make_evaluator(ckpt.model, game, device)
     if spec.kind == "net":

@@ -117,12 +117,14 @@ def _node_value(value_sum, visits, virtual, b, c, virtual_value):
 
 @nb.njit(cache=True, nogil=True)
 def _select(children, prior, visits, virtual, value_sum, reward, terminal, parent, num_nodes,
-            qmin, qmax, c_puct, discount, two_player, leaves, root_action, out_leaf, out_kind):
+            qmin, qmax, c_puct, discount, two_player, leaves, root_action, out_leaf, out_kind, ucb=0.0):
     """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
     ``out_leaf[b, k]`` and its kind to ``out_kind[b, k]``: 0 = a new node to evaluate (already
     linked to its parent), 1 = an existing terminal node, 2 = nothing (tree full or collision).
     Every node on a selected path gets a virtual visit, undone by :func:`_backup`.
-    ``root_action[b] >= 0`` forces the first descent's action at the root (Gumbel root)."""
+    ``root_action[b] >= 0`` forces the first descent's action at the root (Gumbel root).
+    ``ucb > 0``: plain UCT instead of PUCT (two-player): an unvisited legal action first (the
+    lowest), else the largest ``(1 + Q) / 2 + ucb * sqrt(ln N / n)`` (priors only mark legality)."""
     B, N, A = children.shape
     virtual_value = 1.0 if two_player else 0.0  # pessimistic for the parent
     for b in range(B):
@@ -160,7 +162,11 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, paren
                             n_a = 0
                         if not two_player:
                             q = (q - qmin[b]) / spread if spread > 1e-12 else 0.5
-                        score = q + c_puct * p * sqrt_n / (1 + n_a)
+                        if ucb > 0:
+                            score = 1e9 - a if n_a == 0 else \
+                                0.5 * (1.0 + q) + ucb * np.sqrt(np.log(max(parent_n, 1)) / n_a)
+                        else:
+                            score = q + c_puct * p * sqrt_n / (1 + n_a)
                         if score > best:
                             best, best_a = score, a
                     if best_a < 0:  # no legal action: treat as terminal
@@ -226,11 +232,13 @@ def _dirichlet(rng: np.random.Generator, legal: np.ndarray, alpha: float) -> np.
 
 
 def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParams,
-           rng: np.random.Generator, *, noise: bool = True, simulations: int | None = None) -> SearchResult:
+           rng: np.random.Generator, *, noise: bool = True, simulations: int | None = None,
+           ucb: float = 0.0) -> SearchResult:
     """Search from ``roots [B, L]`` (non-terminal states) and return the root visit counts.
 
     ``evaluate`` is called once per simulation step with every new leaf of every tree;
     ``rng`` draws the Dirichlet noise and, for stochastic games, the trees' chance streams.
+    ``ucb > 0``: plain UCT selection with that exploration constant (``uct:N``, :mod:`tri.yardsticks`).
     """
     sims = simulations or params.simulations
     leaves = params.leaves_per_step
@@ -263,7 +271,7 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
         root_action = gumbel.next_actions(tree, done) if gumbel is not None else no_root_action
         _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
                 tree.terminal, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, params.c_puct,
-                params.discount, two_player, leaves, root_action, out_leaf, out_kind)
+                params.discount, two_player, leaves, root_action, out_leaf, out_kind, ucb)
         done += leaves
         new_b, new_k = np.nonzero(out_kind == 0)
         term_b, term_k = np.nonzero(out_kind == 1)

@@ -42,7 +42,7 @@ def new_cmd(folder: Path, game_name: str) -> None:
     recipe written out in full (each setting described), dvc.yaml, git and DVC initialised and
     a first commit. Then: tri loop --root FOLDER --generations N."""
     root = new_project(folder, recipe_params(game_name))
-    click.echo(f"created {root}: a {game_name} project (params.yaml: the measured recipe); "
+    click.echo(f"created {root}: a project for {game_name} (params.yaml: its measured recipe); "
                f"next: tri loop --root {folder} --generations 1")
 
 
