@@ -3,6 +3,9 @@ the shipped defaults), must write the same bytes as when the hashes below were r
 
 Recorded on 2026-11-23 at the commit that added this file, before the architecture work of
 issue 15 (the arena names its players by role, ``candidate`` and ``best``, since that commit).
+On 2026-11-24 the shards' hashes were recorded again: a shard's key (in its metadata) now covers
+only the played game's own rules section, so registering Othello no longer changes every other
+game's keys; the candidates and the arena results kept their bytes.
 If a change is meant to change results, say so in its commit and record the new hashes with
 ``pytest tests/test_behaviour.py --record-hashes`` (the failure message prints them too).
 """
@@ -62,13 +65,13 @@ CASES = {
 HASHES: dict[str, dict[str, str]] = {
     'connect4': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '74b94910d87a52bc562bc8bf0a5990d100fed7535a5738f414dc677371d6583e',
+            '22821a911d3250db5d4d78f46db0f766fc69a062343d30a4e4020601784b66bb',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '26342e705485b9eae4ff3af0e1d41436fcbabb18b6a926ec6573c5be662d7b6d',
+            'a2f09dd474982749e81890f308c131923996d58835099b1b7593559e04fa9b1c',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '9359c38798957cf5d46925fcdcb7f814db868be92a8564f35661fa3a7763bc9b',
+            'b4b1b3c7dc5ffcc8243dcde8a94587ec5cc5c748034c77bae5b3604b57bf8ffa',
         'data/selfplay/gen-0001/shard-001.parquet':
-            'e7483ff654680de07277d36cf074d3cc099024020a0eea9c5f9f346ae4afec5d',
+            'a28843bb8232abb21162674bc15c0263d35a5f824eb8a0e39140ec0d558431dc',
         'models/candidates/gen-0001.pt':
             '18eb35305cd5efaa8cd03627c3a2a5a71d347eb3888e21ee231c50a38155dd4d',
         'data/arena/gen-0001.json':
@@ -76,13 +79,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'tictactoe': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            'f66995386924013bf192068502c7f3850aa06aab3f4f1bc9004dba58460af8c4',
+            'fc1a0ebb0704905e6be40bed0b7e2904a49eeb6dd457e5b419f63b722bcd771c',
         'data/selfplay/gen-0001/shard-000.parquet':
-            'f46b00e4bc4ee3d7055533f354622e1dfc80b09e353cc9d3436b02a6fae6ec79',
+            '013882c287b059cf66a5b1a271030ab3eea19898089498583f5270c61e4e5a64',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '09dee32a7fe738a0dfd956165f1facb5d8f348073b329a62b510bf2810b4bd59',
+            '38d42c586fa11aed2419104d32e7948d731efe934bf4c832634b35443c335edf',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '87796fb9b36e12f22e144be2a9f914d070201d969e69823f3a0fdfce57ccd99e',
+            'd1d8d633ee96f25b84bc4019226b447985ca69bd784b24567ec4d5269186ae09',
         'models/candidates/gen-0001.pt':
             '10cdb0f9c5000fabbcd2cd2d5854236734603e2ca26857148960ea1d934b580a',
         'data/arena/gen-0001.json':
@@ -90,13 +93,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-gumbel': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '8199e6e2df41dea56af573aba67342a6ec80f50d01edefd71e658df9830dcc04',
+            '3d9d8a8041af67305dc1e1de56e0efd96fda25c3d54be3ff0fb0cf3c7e6353b6',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '0de1f6f949647dc74a95e2c2449a22b5d079d857de344c357b863b55cac8dd53',
+            '9d106a5e12b2506512f717582a64515bc15b2ca606f29498cb9d1ffcb94cd958',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '1bdf1f1a38b4a8b5c560493d4d02255f212e8425216e35e31a165aa15a777bb9',
+            '0d9bc41314ab4a63f314bfcdeaee389f13c51e932065ca07ed21dd5d35f3366d',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '5f991301fa198a211657180c8d8900949affefab42ce118792f1b0f1cb91c9d9',
+            'dd99859bd6046d3328e0f9b3b96dafe77c3c2ffe7b33fdc07e1085206338494c',
         'models/candidates/gen-0001.pt':
             '1704f25602a9db472650cf0fac111bfbdf4c56f5b38e6cc80568590ff8e290d0',
         'data/arena/gen-0001.json':
@@ -104,13 +107,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-puct': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '4c72b57754387648a0aa5287f1332c91987c032d7198da41c6260db66f84e46e',
+            '4268acf036d79b55f998cb24ea7858c6ef13995dcd7e3e2f34c60632f6b02e66',
         'data/selfplay/gen-0001/shard-000.parquet':
-            'fa2c2156f00eb1f73317c0cf252b8b4451ddaa210d902cccee90686e91167b11',
+            '575a67e0285ebff829b90b604b9e43a56301a8ebc881e5e098dadc2c4f630aef',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '1d4fc8bc3b334f764ad7cfe4608ca37c036c3190a82fed24c9a844315f0ef3ac',
+            'e9afa1e655d92ede4daab0b616e06f8c3d78d39ca4935ea32f90274c495493e5',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '4eb7d87adc54ddf7dc4fc711be76edf1fa9f393ef03237370abf85b4eeb43430',
+            '098ddf0312b6d450605e0a4eb942d07bba31f1bbd15236ee4d23e18cbdb331a2',
         'models/candidates/gen-0001.pt':
             'ed67d03452d25934917d3904356fd492c78241d9208f40e97fc50d1064f75538',
         'data/arena/gen-0001.json':

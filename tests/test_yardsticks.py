@@ -62,3 +62,42 @@ def test_uct_beats_random_and_plays_in_the_arena_and_the_ladder(tmp_path):
     assert {s.name for s in table.standings} == {"uct:50", "random"}
     again = ladder.run(params, ["uct:50", "random"], games=2, out=tmp_path)
     assert again.played == 0 and again.reused > 0  # cached by the player's identity, not by a file
+
+
+def test_alphabeta_plays_othello_only_and_beats_random_from_sampled_openings():
+    from tri.games.othello.game import OthelloGame
+    from tri.yardsticks import AlphaBetaAgent, othello_weights
+
+    spec = parse_spec("alphabeta:3")
+    assert (spec.kind, spec.simulations) == ("alphabeta", 3)
+    for bad in ("alphabeta:", "alphabeta:0", "alphabeta:13", "alphabeta:x"):
+        with pytest.raises(TriError, match="expected alphabeta:DEPTH"):
+            parse_spec(bad)
+    with pytest.raises(TriError, match="plays Othello"):
+        AlphaBetaAgent(MnkGame(), 2)
+    w = othello_weights(6).reshape(6, 6)
+    assert w[0, 0] == w[5, 5] == 20 and w[1, 1] == w[4, 4] == -8 and w[0, 1] == -4 and w[2, 2] == 1
+    assert np.array_equal(w, w.T) and np.array_equal(w, w[::-1])  # the square's symmetries
+    game = OthelloGame()
+    agent = AlphaBetaAgent(game, 2)
+    s = game.new()
+    assert agent.act(s[None], np.zeros(1)).actions.tolist() == agent.act(s[None], np.zeros(1)).actions.tolist()
+    result = arena.run(recipe_params("othello"), "alphabeta:2", "random", games=12, seed=2, opening_moves=4)
+    assert result.score_rate >= 0.75, result
+
+
+def test_sampled_openings_are_shared_by_both_colours_and_differ_by_seed():
+    game = make_game(GameParams(name="othello"))
+    seeds = np.arange(20, dtype=np.int64)
+    starts = arena.openings(game, seeds, 4)
+    assert np.array_equal(starts, arena.openings(game, seeds, 4))  # from the seeds alone
+    assert len({row.tobytes() for row in starts}) > 10 and not game.terminal(starts).any()
+    assert arena.openings(game, seeds, 0) is None
+    # Deterministic players: without openings each seed's pair of games is the same pair.
+    params = recipe_params("othello")
+    plain = arena.run(params, "greedy", "alphabeta:1", games=6, seed=1)
+    assert len(set(plain.scores_a[:6])) == 1 and len(set(plain.scores_a[6:])) == 1
+    varied = arena.run(params, "greedy", "alphabeta:1", games=6, seed=1, opening_moves=4)
+    assert varied.games == 12
+    with pytest.raises(TriError, match="single-player"):
+        arena.run(recipe_params("triangle"), "greedy", "random", games=2, opening_moves=2)

@@ -29,7 +29,9 @@ from tri.arena_result import ArenaResult, PlayerReport
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.episodes import run_episodes
+from tri.errors import TriError
 from tri.games import make_game
+from tri.games.base import sample_legal
 from tri.players import check_player_memory, make_agent, parse_spec
 from tri.progress import Meter, Report, meter
 from tri.resources import arena_batch
@@ -96,14 +98,40 @@ def _report(name: str, episodes) -> PlayerReport:
     return PlayerReport(name, mean, low, high, float(np.mean([g.steps for g in episodes.games])), stats)
 
 
+OPENING_DOMAIN = 0x0E7  # the sampled openings' stream: no other draw uses it
+
+
+def openings(game, seeds: np.ndarray, moves: int) -> np.ndarray | None:
+    """``[S, L]`` start positions of a two-player arena: from each seed's start, ``moves`` uniformly
+    random legal moves drawn from the seed stream ``[seed, OPENING_DOMAIN]`` (the same opening
+    for both colours of a seed, so a pairing of deterministic players still plays different
+    games). A sampled opening that would end the game stops before its last move. None for
+    ``moves == 0``."""
+    if moves <= 0:
+        return None
+    out = game.initial(seeds)
+    for i, seed in enumerate(np.asarray(seeds, dtype=np.int64)):
+        rng = np.random.default_rng([int(seed), OPENING_DOMAIN])
+        for _ in range(moves):
+            action = sample_legal(game.legal(out[i : i + 1]), rng)
+            t = game.step(out[i : i + 1], action)
+            if t.terminal[0]:
+                break
+            out[i] = t.states[0]
+    return out
+
+
 def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int | None = None,
         generation: int = 0, out: Path | None = None, runtime: Runtime | None = None,
-        labels: tuple[str, str] | None = None, progress: Report | None = None) -> ArenaResult:
+        labels: tuple[str, str] | None = None, progress: Report | None = None, opening_moves: int = 0,
+        ) -> ArenaResult:
     """Compare the players named by specs ``a`` and ``b`` (see :mod:`tri.players`) on the seeds
     of ``seed`` (default ``arena.seed``) and ``generation``. ``labels`` name them in the result
     (default: the specs), so a caller passing absolute paths can write the same bytes as the
     command line run from the project folder. ``progress`` hears how far it is: games played,
-    and each player's running mean (single-player) or A's wins, draws and losses."""
+    and each player's running mean (single-player) or A's wins, draws and losses.
+    ``opening_moves`` (two-player): each seed's game starts after that many random moves
+    (:func:`openings`), played once with each player moving first from there."""
 
     runtime = runtime or Runtime()
     ap = params.arena
@@ -126,7 +154,9 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     names = labels or (a, b)
     # torch_threads: results must not depend on the machine (float summation order)
     with torch_threads(), progress_meter(game, names, n, progress) as m:
-        result = _play(game, ap, *names, agent_a, agent_b, seeds, n, m)
+        if opening_moves and game.num_players != 2:
+            raise TriError("--openings: a single-player game's seeds already differ (its draws)")
+        result = _play(game, ap, *names, agent_a, agent_b, seeds, n, m, openings(game, seeds, opening_moves))
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")
     return result
@@ -160,7 +190,8 @@ def counting(m: Meter, player: int | None) -> dict:
     return {"on_game": on_game, "on_moves": lambda k: m.advance(0)}
 
 
-def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int, m: Meter) -> ArenaResult:
+def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int, m: Meter,
+          starts: np.ndarray | None = None) -> ArenaResult:
     if game.num_players == 1:
         ea = run_episodes(game, [agent_a], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
                           **counting(m, 0))
@@ -181,7 +212,8 @@ def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int,
         both = np.concatenate([seeds, seeds])
         first = np.concatenate([np.zeros(n, np.int64), np.ones(n, np.int64)])
         e = run_episodes(game, [agent_a, agent_b], both, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                         first_seat=first, **counting(m, None))
+                         first_seat=first, starts=None if starts is None else np.concatenate([starts, starts]),
+                         **counting(m, None))
         outcome = np.array([g.outcome for g in e.games])  # seat 0 = A
         points = (outcome + 1) / 2
         rate, low, high = mean_ci(points)

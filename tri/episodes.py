@@ -101,7 +101,7 @@ def value_targets(rewards: np.ndarray, root_values: np.ndarray, terminal: bool, 
 
 def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, concurrent: int,
                  max_moves: int, record: bool = False, discount: float = 1.0, td_steps: int = 0,
-                 first_seat: np.ndarray | None = None,
+                 first_seat: np.ndarray | None = None, starts: np.ndarray | None = None,
                  on_game: Callable[[GameSummary, int], None] | None = None,
                  on_moves: Callable[[int], None] | None = None,
                  stop: Callable[[], bool] | None = None) -> Episodes:
@@ -109,7 +109,9 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
     games). ``record`` keeps every position with the agent's policy and value (the agent must
     return them). ``on_game(summary, positions_in_game)`` is called as each game ends, and
     ``on_moves(n)`` after each round of moves (``n`` games moved once; for progress reports).
-    ``stop()`` is asked before every move; when it says yes, :class:`Stopped` is raised."""
+    ``stop()`` is asked before every move; when it says yes, :class:`Stopped` is raised.
+    ``starts [total, L]``: the position each game starts from (default ``game.initial(seed)``;
+    the arena's sampled openings); moves are counted from there."""
     seeds = np.asarray(seeds, dtype=np.int64)
     total = seeds.shape[0]
     first_seat = np.zeros(total, np.int64) if first_seat is None else np.asarray(first_seat, np.int64)
@@ -131,7 +133,7 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
         slot_game[slot_ids] = -1
         if take.size:
             slot_game[take] = np.arange(next_game, next_game + take.size)
-            states[take] = game.initial(seeds[slot_game[take]])
+            states[take] = game.initial(seeds[slot_game[take]]) if starts is None else starts[slot_game[take]]
             moves[take] = 0
             score[take] = 0.0
             for s in take:

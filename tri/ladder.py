@@ -46,8 +46,8 @@ from tri.games import make_game
 from tri.net import load_checkpoint
 from tri.players import PlayerSpec, check_player_memory, make_agent, parse_spec
 from tri.ratings import ELO_PER_LOGIT, Match, bradley_terry
-from tri.yardsticks import UCT_C
 from tri.resources import arena_batch
+from tri.yardsticks import MOBILITY, UCT_C, WIN
 
 CACHE_FORMAT, CACHE_VERSION = "tri-ladder-result", 1  # a new version: every cached result is played again
 RNG_DOMAIN = 0xA2E4A  # the arena's: players search with the generators they have there
@@ -183,6 +183,8 @@ def _identity(spec: PlayerSpec, s: _Setting) -> str:
         return json.dumps({"kind": spec.kind})
     if spec.kind == "uct":  # no network: its budget and the code's constant are the player
         return json.dumps({"kind": "uct", "simulations": spec.simulations, "c": UCT_C})
+    if spec.kind == "alphabeta":  # its depth and the code's evaluation are the player
+        return json.dumps({"kind": "alphabeta", "depth": spec.simulations, "mobility": MOBILITY, "win": WIN})
     ap = s.params.arena
     data = {"kind": spec.kind, "model": load_checkpoint(spec.path, s.game).model_id, "device": s.device}
     if spec.kind == "mcts":

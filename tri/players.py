@@ -18,6 +18,8 @@ spec                      player
                           (``net:champion``, ``mcts:champion:connect4:800``)
 ``uct:N``                 plain UCT with ``N`` simulations and random roll-outs, no
                           network (two-player games; :mod:`tri.yardsticks`)
+``alphabeta:D``           depth-``D`` alpha-beta over a positional evaluation and
+                          mobility (Othello; :mod:`tri.yardsticks`)
 ========================  ===========================================================
 """
 
@@ -36,7 +38,7 @@ from tri.games.base import Game, sample_legal
 from tri.net import load_checkpoint, make_evaluator
 from tri.record.registry import resolve_model
 from tri.resources import check_search
-from tri.yardsticks import UctAgent
+from tri.yardsticks import AlphaBetaAgent, UctAgent
 
 
 class RandomAgent:
@@ -81,7 +83,7 @@ class NetAgent:
 
 @dataclass(frozen=True)
 class PlayerSpec:
-    kind: str  # random | greedy | mcts | net | uct
+    kind: str  # random | greedy | mcts | net | uct | alphabeta
     path: Path | None = None
     simulations: int | None = None
     text: str = ""
@@ -118,6 +120,11 @@ def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) 
         if not (n.isascii() and n.isdigit()) or not n.lstrip("0") or len(n) > 7:
             raise TriError(f"player {_clip(text)!r}: expected uct:SIMULATIONS, e.g. uct:1000 (1 to 9999999)")
         return PlayerSpec("uct", simulations=int(n), text=text)
+    if text.startswith("alphabeta:"):
+        d = text[10:]
+        if not (d.isascii() and d.isdigit()) or not 1 <= int(d or 0) <= 12 or len(d) > 2:
+            raise TriError(f"player {_clip(text)!r}: expected alphabeta:DEPTH, e.g. alphabeta:3 (1 to 12)")
+        return PlayerSpec("alphabeta", simulations=int(d), text=text)
     if text == "champion" or text.startswith(("models:/", "champion:")):
         path, mcts, sims = local(text)
         return PlayerSpec("mcts", path, sims, text=text, mcts=mcts)
@@ -135,7 +142,7 @@ def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) 
         return PlayerSpec("mcts", resolved, int(digits), text=text, mcts=mcts)
     if text and (Path(text).suffix == ".pt" or Path(text).is_file()):
         return PlayerSpec("mcts", Path(text), text=text)
-    raise TriError(f"unknown player {text!r}: use random, greedy, champion, uct:N, a checkpoint path (.pt), "
+    raise TriError(f"unknown player {text!r}: use random, greedy, champion, uct:N, alphabeta:D, a checkpoint path (.pt), "
                    "mcts:PATH:N or net:PATH")
 
 
@@ -169,6 +176,8 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
         return GreedyAgent(game)
     if spec.kind == "uct":
         return UctAgent(game, spec.simulations, rng, name=spec.text)
+    if spec.kind == "alphabeta":
+        return AlphaBetaAgent(game, spec.simulations, name=spec.text)
     ckpt = load_checkpoint(spec.path, game)
     evaluate = make_evaluator(ckpt.model, game, device)
     if spec.kind == "net":

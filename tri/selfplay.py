@@ -145,7 +145,9 @@ def _reused(task: ShardTask, positions_file: Path, games_file: Path) -> ShardRes
 def _task_key(task: ShardTask, model_id: str) -> str:
     """Identifies a shard's inputs: an existing shard is reused only if this matches."""
     p = task.params
-    text = json.dumps([p.game.model_dump(mode="json"), p.mcts.model_dump(mode="json"),
+    # The game's own section only: registering another game must not change this game's keys.
+    game = [p.game.name, getattr(p.game, p.game.name).model_dump(mode="json")]
+    text = json.dumps([game, p.mcts.model_dump(mode="json"),
                        p.selfplay.model_dump(mode="json"), model_id, task.generation, task.shard, task.first_game,
                        list(task.seeds)], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]

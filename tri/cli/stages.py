@@ -103,11 +103,16 @@ def train_cmd(model: Path, data: tuple[Path, ...], root: Path | None, out: Path,
 @click.option("--names", default=None, metavar="A_NAME,B_NAME",
               help="Names of A and B in the result (default: A and B as given); the loop's arena names "
                    "them by role: candidate,best.")
+@click.option("--openings", "opening_moves", type=click.IntRange(0, 60), default=0, show_default=True,
+              metavar="MOVES", help="Two-player games: start each seed's pair of games after this many random "
+                                    "legal moves, the same for both colours (deterministic players then play "
+                                    "different games).")
 @GAME_OPTION
 @PROGRESS_OPTION
 @PARAMS_OPTION
 def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: int, out: Path | None,
-              names: str | None, game_name: str | None, progress: bool, params_path: Path | None) -> None:
+              names: str | None, opening_moves: int, game_name: str | None, progress: bool,
+              params_path: Path | None) -> None:
     """Compare players A and B on the same seeds and decide whether A should replace B.
 
     A and B: a checkpoint path (plays with search), mcts:PATH:N, net:PATH, random, greedy, the
@@ -123,7 +128,8 @@ def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: i
         labels = (parts[0].strip(), parts[1].strip())
     params = params_for_players(params_path, game_name, [a, b])
     arena.print_result(arena.run(params, a, b, games=games, seed=seed, generation=generation, out=out,
-                                 runtime=Runtime(), labels=labels, progress=progress_report(progress)))
+                                 runtime=Runtime(), labels=labels, progress=progress_report(progress),
+                                 opening_moves=opening_moves))
 
 
 @click.command("promote")
