@@ -1,6 +1,7 @@
 """Othello (tri/games/othello): perft counts from the standard start, the rules' edge cases, the
 symmetries, moves typed by a person; and the engine against the plain-Python reference engine
-(``reference_othello.py``, written apart from the kernels) on random games, move by move."""
+(``reference_othello.py``, written apart from the kernels: a grid of lists and a walk along each
+direction) on random games of every size, move by move."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+from tests.games import reference_othello as reference
 from tri.games.othello.game import OthelloGame
 from tri.games.othello.rules import OthelloConfig
 
@@ -105,8 +107,12 @@ def test_symmetric_positions_have_the_mapped_legal_actions():
     assert len(game.symmetries()) == 7
 
 
+def test_the_reference_engine_gives_the_published_counts_too():
+    for depth in range(1, 6):
+        assert reference.perft(reference.ReferenceOthello(8), depth) == PERFT_8[depth - 1]
+
+
 def test_against_the_reference_engine_on_random_games():
-    reference = pytest.importorskip("tests.games.reference_othello")
     rng = np.random.default_rng(20261124)
     for size in (4, 6, 8):
         game = OthelloGame(OthelloConfig(size=size))
