@@ -101,3 +101,15 @@ def test_sampled_openings_are_shared_by_both_colours_and_differ_by_seed():
     assert varied.games == 12
     with pytest.raises(TriError, match="single-player"):
         arena.run(recipe_params("triangle"), "greedy", "random", games=2, opening_moves=2)
+
+
+def test_the_ladder_plays_sampled_openings_and_caches_them_apart(tmp_path):
+    params = recipe_params("othello")
+    plain = ladder.run(params, ["greedy", "alphabeta:1"], games=4, out=tmp_path)
+    opened = ladder.run(params, ["greedy", "alphabeta:1"], games=4, out=tmp_path, opening_moves=4)
+    assert opened.played == 1 and opened.reused == 0  # not the cached games without openings
+    assert len(set(plain.pairings[0].outcomes[:4])) == 1  # deterministic: one game per colour, repeated
+    again = ladder.run(params, ["greedy", "alphabeta:1"], games=4, out=tmp_path, opening_moves=4)
+    assert again.played == 0 and again.pairings[0].outcomes == opened.pairings[0].outcomes
+    with pytest.raises(TriError, match="single-player"):
+        ladder.run(recipe_params("triangle"), ["greedy", "random"], games=2, out=None, opening_moves=2)

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from tri import atomic, layout
-from tri.arena import arena_seeds, mean_ci
+from tri.arena import arena_seeds, mean_ci, openings
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.episodes import run_episodes
@@ -142,11 +142,15 @@ class _Setting:
     batch: int
     device: str
     cache: Path | None
+    opening_moves: int = 0  # two-player: sampled opening moves before each seed's pair of games
 
     def common(self) -> dict:
-        return {"format": CACHE_FORMAT, "version": CACHE_VERSION, "game": self.game.name,
-                "config": self.game.config.model_dump(mode="json"), "seed": self.seed,
-                "seeds": self.seeds.tolist(), "max_moves": self.params.arena.max_moves, "batch": self.batch}
+        common = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "game": self.game.name,
+                  "config": self.game.config.model_dump(mode="json"), "seed": self.seed,
+                  "seeds": self.seeds.tolist(), "max_moves": self.params.arena.max_moves, "batch": self.batch}
+        if self.opening_moves:  # absent when 0: the results cached before openings existed stay valid
+            common["openings"] = self.opening_moves
+        return common
 
     def agent(self, entrant: Entrant):
         rng = np.random.default_rng([self.seed, 0, RNG_DOMAIN])  # the same for all: common random numbers
@@ -242,18 +246,22 @@ def _result(s: _Setting, players: list[Entrant], play: Callable[[], dict]) -> tu
 def run(params: Params, specs: Sequence[str] = (), *, runs: Sequence[Path] = (), games: int | None = None,
         seed: int | None = None, gauntlet: str | None = None, anchor: str | None = None,
         out: Path | None = DEFAULT_OUT, runtime: Runtime | None = None,
-        progress: Callable[[str], None] | None = None) -> Ladder:
+        progress: Callable[[str], None] | None = None, opening_moves: int = 0) -> Ladder:
     """Rank the players ``specs`` (see :mod:`tri.players`) and every generation checkpoint of the
     projects ``runs`` (named ``gen-NNNN``, or ``FOLDER/gen-NNNN`` with several) on ``games``
     seeds (default ``arena.games``) of ``seed`` (default ``arena.seed``); see the module
     docstring. ``out``: the folder of the result files and the cache (None: neither).
-    ``progress(line)`` hears of each result as it is played or reused."""
+    ``progress(line)`` hears of each result as it is played or reused. ``opening_moves``
+    (two-player): each seed's pair of games starts after that many random moves
+    (:func:`tri.arena.openings`)."""
     runtime, ap = runtime or Runtime(), params.arena
     game = make_game(params.game)
     n = ap.games if games is None else games
     if n < 2:
         raise TriError(f"--games {n}: at least 2 (an interval needs two games)")
     two = game.num_players == 2
+    if opening_moves and not two:
+        raise TriError("--openings: a single-player game's seeds already differ (its draws)")
     if gauntlet is not None and not two:
         raise TriError(f"--gauntlet: {game.name} is a single-player game, where every player plays the "
                        "same seeds alone (no pairings)")
@@ -266,7 +274,7 @@ def run(params: Params, specs: Sequence[str] = (), *, runs: Sequence[Path] = (),
         named += [(f"{prefix}gen-{g:04d}", str(path)) for g, path in found]
         skipped += [f"{prefix}gen-{g:04d}" for g in missing]
     s = _Setting(params, game, seed, arena_seeds(seed, n), arena_batch(ap, game, n),
-                 resolve_device(runtime.device), None if out is None else Path(out) / "cache")
+                 resolve_device(runtime.device), None if out is None else Path(out) / "cache", opening_moves)
     entrants = _entrants(named, s)
     target = None if gauntlet is None else _find(entrants, gauntlet, s)
     if gauntlet is not None and target is None:
@@ -304,9 +312,11 @@ def _two_player(s: _Setting, entrants: list[Entrant], gauntlet: Entrant | None, 
 
         def play(a=a, b=b) -> dict:
             first = np.repeat(np.array([0, 1], np.int64), n)  # a opens every seed, then b does
+            starts = openings(s.game, s.seeds, s.opening_moves)
             with torch_threads():  # results must not depend on the machine (float summation order)
                 e = run_episodes(s.game, [s.agent(a), s.agent(b)], np.concatenate([s.seeds, s.seeds]),
-                                 concurrent=s.batch, max_moves=s.params.arena.max_moves, first_seat=first)
+                                 concurrent=s.batch, max_moves=s.params.arena.max_moves, first_seat=first,
+                                 starts=None if starts is None else np.concatenate([starts, starts]))
             return {"outcomes": [g.outcome for g in e.games], "steps": [g.steps for g in e.games]}
 
         data, reuse = _result(s, [a, b], play)

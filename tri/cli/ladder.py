@@ -33,16 +33,19 @@ from tri.record.runs import log_evaluation
                    "Single-player: the reference of the paired differences (default: the best mean).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=ladders.DEFAULT_OUT,
               show_default=True, help="Folder of ladder.json, ladder.csv, ladder.png and the results' cache.")
+@click.option("--openings", "opening_moves", type=click.IntRange(0, 60), default=0, show_default=True,
+              metavar="MOVES", help="Two-player: start each seed's pair of games after this many random legal "
+                                    "moves, the same for both colours (deterministic players then differ).")
 @GAME_OPTION
 @PARAMS_OPTION
 def ladder_cmd(players: tuple[str, ...], runs: tuple[Path, ...], games: int | None, seed: int | None,
-               gauntlet: str | None, anchor: str | None, out: Path, game_name: str | None,
+               gauntlet: str | None, anchor: str | None, out: Path, opening_moves: int, game_name: str | None,
                params_path: Path | None) -> None:
     """Rank PLAYERS on the same seeds: Bradley-Terry ratings (Elo scale) with 95% intervals in
     two-player games, mean scores with paired differences in the triangle puzzle.
 
-    PLAYERS: random, greedy, a checkpoint path (with search), mcts:PATH:N, net:PATH, champion,
-    champion:GAME, models:/NAME@ALIAS. Results already played with the same players and settings
+    PLAYERS: random, greedy, uct:N, alphabeta:D (Othello), a checkpoint path (with search),
+    mcts:PATH:N, net:PATH, champion, champion:GAME, models:/NAME@ALIAS. Results already played with the same players and settings
     (OUT/cache) are reused. With one --run folder and no --params, its params.yaml is used.
     """
 
@@ -52,7 +55,8 @@ def ladder_cmd(players: tuple[str, ...], runs: tuple[Path, ...], games: int | No
         params_path = runs[0] / "params.yaml"  # the run's own game config: its checkpoints were made for it
     params = params_for_players(params_path, game_name, named)
     result = ladders.run(params, players, runs=runs, games=games, seed=seed, gauntlet=gauntlet, anchor=anchor,
-                         out=out, runtime=Runtime(), progress=lambda line: click.echo(line, err=True))
+                         out=out, runtime=Runtime(), progress=lambda line: click.echo(line, err=True),
+                         opening_moves=opening_moves)
     print_ladder(result)
     click.echo(f"reused {result.reused} result{'s' if result.reused != 1 else ''}, played {result.played}; "
                f"wrote {out / 'ladder.json'}, ladder.csv, ladder.png")
