@@ -212,7 +212,7 @@ def test_malformed_bodies_and_hosts(client):
 def test_compare_on_a_project_without_records(client):
     view = ok(client.get("/api/compare"))
     assert view["generations"] == [] and view["curve"] is None and view["ladder"] is None
-    assert {c["game"] for c in view["champions"]} == {"triangle", "connect4", "tictactoe"}
+    assert {c["game"] for c in view["champions"]} == set(champions.available()) >= {"triangle", "connect4", "tictactoe"}
     assert all(c["summary"] for c in view["champions"])
     refused(client.get("/api/compare/curve.png"), 404, "no learning curve")
 
@@ -255,8 +255,10 @@ def test_compare_and_the_projects_checkpoints(recorded):
 def test_othello_through_the_api_with_its_pass(client):
     from tri.games.othello.game import OthelloGame
 
-    position = ok(client.post("/api/play", json={"game": "othello", "seed": 2}))
-    assert position["players"] == ["you", "greedy"]  # no Othello champion yet: greedy by default
+    default = ok(client.post("/api/play", json={"game": "othello", "seed": 2}))
+    assert default["players"] == ["you", "champion"]  # a champion ships: it plays by default
+    position = ok(client.post("/api/play", json={"game": "othello", "seed": 2, "opponent": "greedy"}))
+    assert position["players"] == ["you", "greedy"]
     assert position["board"]["col_labels"] == list("abcdef")
     rng = np.random.default_rng(0)
     while not position["over"]:
