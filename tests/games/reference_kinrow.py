@@ -73,9 +73,10 @@ class ReferenceBoard:
         return reward
 
     def words(self) -> list[int]:
-        """``[mine, theirs, flags]`` as documented in ``tri.games.kinrow.engine``. After an illegal move
-        the words are not swapped: the side to move is still the one that tried it (so is
-        ``to_move`` here: :meth:`play` returns before passing the turn)."""
+        """``[mine..., theirs..., flags]`` as documented in ``tri.games.kinrow.engine``: each side's
+        stones a bitboard of ``ceil(rows * cols / 64)`` 64-bit words, the lowest first. After an
+        illegal move the halves are not swapped: the side to move is still the one that tried it
+        (so is ``to_move`` here: :meth:`play` returns before passing the turn)."""
         mover = self.to_move
         other = O if mover == X else X
         mine = sum(1 << (r * self.cols + c) for r in range(self.rows) for c in range(self.cols)
@@ -83,7 +84,9 @@ class ReferenceBoard:
         theirs = sum(1 << (r * self.cols + c) for r in range(self.rows) for c in range(self.cols)
                      if self.grid[r][c] == other)
         flags = (1 if self.over else 0) | (2 if self.won else 0) | (4 if self.illegal else 0)
-        return [mine, theirs, flags]
+        n = -(-(self.rows * self.cols) // 64)
+        split = [[(bits >> (64 * i)) & (2 ** 64 - 1) for i in range(n)] for bits in (mine, theirs)]
+        return split[0] + split[1] + [flags]
 
     def result(self) -> float | None:
         """For the first player: +1 win, 0 draw, -1 loss; None while the game goes on."""

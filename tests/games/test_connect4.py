@@ -156,8 +156,8 @@ def test_protocol_and_registry(game):
 
 
 def test_config_validation():
-    with pytest.raises(ValueError, match="at most 64"):
-        Connect4Config(rows=9, cols=8)
+    with pytest.raises(ValueError, match="at most 361"):
+        Connect4Config(rows=20, cols=19)
     with pytest.raises(ValueError, match="nobody could win"):
         Connect4Config(rows=3, cols=3, connect=4)
     small = Connect4Game(Connect4Config(rows=4, cols=5, connect=3))
@@ -169,7 +169,8 @@ def test_config_validation():
 
 
 @pytest.mark.parametrize("config", [Connect4Config(), Connect4Config(rows=5, cols=4, connect=3),
-                                    Connect4Config(rows=8, cols=8, connect=5)])
+                                    Connect4Config(rows=8, cols=8, connect=5),
+                                    Connect4Config(rows=9, cols=10, connect=4)])  # two words a side
 def test_batched_engine_matches_the_reference_bit_for_bit(config):
     game = Connect4Game(config)
     rng = np.random.default_rng(7)

@@ -106,15 +106,17 @@ def test_protocol_registry_and_params(game):
     assert (built.rows, built.cols, built.k, built.num_actions) == (4, 5, 3, 20)
     with pytest.raises(ValueError, match="nobody could win"):
         MnkConfig(m=3, n=3, k=4)
-    with pytest.raises(ValueError, match="at most 64"):
-        MnkConfig(m=9, n=9, k=5)
+    with pytest.raises(ValueError, match="at most 361"):
+        MnkConfig(m=20, n=19, k=5)
+    assert MnkGame(MnkConfig(m=9, n=9, k=5)).state_size == 5  # two words a side, and the flags
 
 
 # ---- batched engine against references -----------------------------------------------------------
 
 
 @pytest.mark.parametrize("config", [MnkConfig(), MnkConfig(m=4, n=5, k=3), MnkConfig(m=5, n=5, k=4),
-                                    MnkConfig(m=1, n=7, k=3)])
+                                    MnkConfig(m=1, n=7, k=3), MnkConfig(m=8, n=8, k=5),
+                                    MnkConfig(m=9, n=9, k=5), MnkConfig(m=13, n=11, k=4)])  # 1, 2 and 3 words
 def test_batched_engine_matches_the_reference_bit_for_bit(config):
     game = MnkGame(config)
     rng = np.random.default_rng(11)
@@ -178,7 +180,8 @@ def test_symmetries_form_the_board_group(config, count):
         assert any(np.array_equal(compose(p, q), r) for r in perms)
 
 
-@pytest.mark.parametrize("config", [MnkConfig(), MnkConfig(m=3, n=4, k=3), MnkConfig(m=4, n=4, k=3)])
+@pytest.mark.parametrize("config", [MnkConfig(), MnkConfig(m=3, n=4, k=3), MnkConfig(m=4, n=4, k=3),
+                                    MnkConfig(m=9, n=9, k=5), MnkConfig(m=7, n=10, k=5)])
 def test_symmetries_keep_legal_masks_encodings_and_moves_consistent(config):
     game = MnkGame(config)
     states = random_positions(game, 120, seed=2)

@@ -4,9 +4,10 @@ Both games put stones on a ``rows x cols`` board and win with ``k`` of one's own
 horizontally, vertically or diagonally; Connect Four drops a stone to the lowest empty cell of a
 column (gravity), an m,n,k-game puts it on any empty cell.
 
-Bit layout: cell ``(r, c)`` is bit ``r * cols + c`` of one ``uint64`` bitboard, so a board has at
-most 64 cells. Connect Four's row 0 is the bottom row (stones fall towards it); an m,n,k-game's
-row 0 is the top row. Everything here is built once per config; the numba kernels in
+Bit layout: cell ``(r, c)`` is bit ``i = r * cols + c`` of a bitboard of ``words =
+ceil(rows * cols / 64)`` ``uint64`` words: bit ``i % 64`` of word ``i // 64``. Connect Four and
+Tic-Tac-Toe fit one word; Gobang's 9 x 9 takes two, 15 x 15 four. Connect Four's row 0 is the
+bottom row (stones fall towards it); an m,n,k-game's row 0 is the top row. Everything here is built once per config; the numba kernels in
 :mod:`tri.games.kinrow.engine` only read these tables.
 
 This module imports only numpy and pydantic, so ``tri.config`` can import the configs cheaply.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-MAX_CELLS = 64  # one uint64 bitboard per player
+MAX_CELLS = 361  # 19 x 19, a Go board: six uint64 words per player
 
 
 class Connect4Config(BaseModel):
@@ -25,7 +26,7 @@ class Connect4Config(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     rows: int = Field(6, gt=0, le=MAX_CELLS, description="cells per column (the board's height); rows * cols "
-                                                         "at most 64 (one bitboard)")
+                                                         "at most 361")
     cols: int = Field(7, gt=0, le=MAX_CELLS, description="columns, one action each (the board's width)")
     connect: int = Field(4, ge=2, description="stones in a row (across, down or diagonal) that win; at most "
                                               "max(rows, cols)")
@@ -40,7 +41,7 @@ class MnkConfig(BaseModel):
     """An m,n,k-game: ``m`` rows, ``n`` columns, ``k`` in a row wins (Tic-Tac-Toe: 3, 3, 3)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    m: int = Field(3, gt=0, le=MAX_CELLS, description="rows; m * n at most 64 (one bitboard)")
+    m: int = Field(3, gt=0, le=MAX_CELLS, description="rows; m * n at most 361 (19 x 19)")
     n: int = Field(3, gt=0, le=MAX_CELLS, description="columns; every empty cell is a legal move")
     k: int = Field(3, ge=2, description="stones in a row (across, down or diagonal) that win; at most "
                                         "max(m, n)")
@@ -51,9 +52,21 @@ class MnkConfig(BaseModel):
         return self
 
 
+class GobangConfig(MnkConfig):
+    """Gobang, the m,n,k-game's named preset: five in a row on a 9 x 9 board (15 x 15, the
+    traditional board, is ``m: 15, n: 15``). Freestyle rules: five *or more* in a row wins, for
+    both players (no renju restrictions); a full board is a draw."""
+
+    m: int = Field(9, gt=0, le=MAX_CELLS, description="rows; 9 by default (what tri's recipe trains), 15 the "
+                                                      "traditional board")
+    n: int = Field(9, gt=0, le=MAX_CELLS, description="columns; every empty cell is a legal move")
+    k: int = Field(5, ge=2, description="stones in a row (across, down or diagonal) that win; five or more "
+                                        "count (freestyle)")
+
+
 def _check_board(rows: int, cols: int, k: int, k_name: str) -> None:
     if rows * cols > MAX_CELLS:
-        raise ValueError(f"the board has {rows * cols} cells; at most {MAX_CELLS} fit one bitboard")
+        raise ValueError(f"the board has {rows * cols} cells; tri's k-in-a-row engine takes at most {MAX_CELLS}")
     if k > max(rows, cols):
         raise ValueError(f"{k_name} = {k} is longer than the board ({rows} x {cols}): nobody could win")
 
@@ -61,13 +74,16 @@ def _check_board(rows: int, cols: int, k: int, k_name: str) -> None:
 class Lines:
     """The winning windows of a ``rows x cols`` board with ``k`` in a row.
 
-    Attributes (``n = rows * cols`` cells, ``W`` windows, ``M`` the most windows through a cell):
-        cell_bits: ``[n] uint64``, the bit of each cell.
-        windows: ``[W] uint64``, every run of ``k`` cells in a row (horizontal, vertical, both
+    Attributes (``n = rows * cols`` cells, ``L = words`` words per bitboard, ``W`` windows, ``M``
+    the most windows through a cell):
+        words: ``L = ceil(n / 64)``.
+        cell_word: ``[n] int64``, the word of each cell (``cell // 64``).
+        cell_bit: ``[n] uint64``, the cell's bit within that word (``1 << cell % 64``).
+        windows: ``[W, L] uint64``, every run of ``k`` cells in a row (horizontal, vertical, both
             diagonals), as a bitboard.
         cell_windows: ``[n, M] int32``: the windows through each cell, ``-1`` padded (a move can
             only complete a window through the cell it fills).
-        full: ``uint64``, every cell.
+        full: ``[L] uint64``, every cell.
     """
 
     DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))  # (dr, dc): horizontal, vertical, two diagonals
@@ -75,7 +91,9 @@ class Lines:
     def __init__(self, rows: int, cols: int, k: int):
         self.rows, self.cols, self.k = rows, cols, k
         self.num_cells = rows * cols
-        self.cell_bits = np.array([1 << i for i in range(self.num_cells)], dtype=np.uint64)
+        self.words = -(-self.num_cells // 64)
+        self.cell_word = np.arange(self.num_cells, dtype=np.int64) // 64
+        self.cell_bit = np.array([1 << (i % 64) for i in range(self.num_cells)], dtype=np.uint64)
         runs: list[list[int]] = []
         for dr, dc in self.DIRECTIONS:
             for r in range(rows):
@@ -84,7 +102,8 @@ class Lines:
                     if 0 <= end_r < rows and 0 <= end_c < cols:
                         runs.append([(r + dr * i) * cols + c + dc * i for i in range(k)])
         self.runs = runs
-        self.windows = np.array([sum(1 << i for i in run) for run in runs], dtype=np.uint64)
+        self.windows = np.array([to_words(sum(1 << i for i in run), self.words) for run in runs],
+                                dtype=np.uint64).reshape(len(runs), self.words)
         through: list[list[int]] = [[] for _ in range(self.num_cells)]
         for w, run in enumerate(runs):
             for cell in run:
@@ -93,7 +112,12 @@ class Lines:
         self.cell_windows = np.full((self.num_cells, width), -1, dtype=np.int32)
         for cell, ws in enumerate(through):
             self.cell_windows[cell, : len(ws)] = ws
-        self.full = np.uint64((1 << self.num_cells) - 1)
+        self.full = np.array(to_words((1 << self.num_cells) - 1, self.words), dtype=np.uint64)
+
+
+def to_words(bits: int, words: int) -> list[int]:
+    """A Python integer bitboard as ``words`` 64-bit words, the lowest first."""
+    return [(bits >> (64 * i)) & 0xFFFF_FFFF_FFFF_FFFF for i in range(words)]
 
 
 def grid_symmetries(rows: int, cols: int, square: bool) -> list[tuple[str, np.ndarray]]:
@@ -123,6 +147,21 @@ CONNECT4_RECIPE: dict[str, dict] = {
     "train": {"window": 8, "batch_size": 256, "lr": 0.002, "warmup_steps": 20, "samples_per_position": 4.0,
               "max_steps": 600, "threads": 1},
     "arena": {"games": 32, "simulations": 96, "concurrent": 64, "max_moves": 42, "win_rate": 0.55,
+              "temperature_moves": 4, "temperature": 1.0},
+}
+# Gobang 9 x 9: the Connect Four recipe's shape at Gobang's length (at most 81 placements), with
+# root noise for about 60 legal moves (AlphaZero scaled alpha inversely with the legal moves:
+# 0.3 for chess's ~35, 0.15 for shogi's ~90), and the 32 x 4 network: on 81 cells the 64 x 5 one
+# evaluates about a third as many positions a second (1,200 against 3,700 at batch 64 on one
+# core), so a run would see a third of the generations. Measured: README, "Learning runs".
+GOBANG_RECIPE: dict[str, dict] = {
+    "net": {"channels": 32, "blocks": 4, "value_hidden": 64},
+    "mcts": {**_PUCT, "dirichlet_alpha": 0.2, "simulations": 96},
+    "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 81, "temperature": 1.0,
+                 "temperature_moves": 6, "noise": True},
+    "train": {"window": 8, "batch_size": 256, "lr": 0.002, "warmup_steps": 20, "samples_per_position": 4.0,
+              "max_steps": 600, "threads": 1},
+    "arena": {"games": 32, "simulations": 96, "concurrent": 64, "max_moves": 81, "win_rate": 0.55,
               "temperature_moves": 4, "temperature": 1.0},
 }
 TICTACTOE_RECIPE: dict[str, dict] = {
