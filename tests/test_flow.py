@@ -291,6 +291,37 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["tictactoe.json", "tictactoe.md", "tictactoe.pt"]
 
 
+@pytest.mark.parametrize("name, moves", [("gobang", 81), ("othello", 40)])
+def test_gobang_and_othello_go_through_the_versioned_flow(prefect_server, tmp_path, name, moves):
+    """A tiny generation of each of issue 19's games in a git + DVC project: promoted, its own
+    MLflow experiment and champion alias, DVC clean; ``dvc repro --force`` re-creates every
+    output byte for byte."""
+    from mlflow import MlflowClient
+
+    from tri.config import ArenaParams, MctsParams, NetParams, SelfplayParams, recipe_params
+
+    recipe = recipe_params(name)
+    params = recipe.model_copy(update={
+        "net": NetParams(channels=8, blocks=1, value_hidden=8), "mcts": recipe.mcts.model_copy(update={"simulations": 4}),
+        "selfplay": SelfplayParams(games=4, shards=2, concurrent=2, max_moves=moves, temperature_moves=2, noise=True),
+        "train": recipe.train.model_copy(update={"max_steps": 4, "batch_size": 16}),
+        "arena": ArenaParams(games=2, simulations=4, concurrent=4, max_moves=moves, win_rate=0.0, temperature_moves=2,
+                             temperature=1.0)})
+    root = new_project(tmp_path / name)
+    results = run_generations(root, params, 1, tracking=True)
+    assert results[0]["promoted"]
+    assert versioning.dvc_status_clean(root)
+    uri = mlstore.store(root).tracking_uri
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    assert str(client.get_model_version_by_alias(f"tri-{name}", "champion").version) == "1"
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, symlinks=True)
+    before = (copy / "dvc.lock").read_text()
+    proc = dvc(copy, "repro", "--force")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (copy / "dvc.lock").read_text() == before  # every output hash, byte for byte
+
+
 def _processes_of(root: Path) -> list[int]:
     """Pids of live processes started with the project's ``PREFECT_HOME`` in their environment:
     the children ``tri loop`` starts after pointing Prefect at the project (its temporary server

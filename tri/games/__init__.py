@@ -19,8 +19,10 @@ from pydantic import BaseModel, ValidationError
 from tri.errors import TriError
 from tri.games.base import Game, PlayableGame
 from tri.games.kinrow.connect4 import Connect4Game
+from tri.games.kinrow.gobang import GobangGame
 from tri.games.kinrow.mnk import MnkGame
-from tri.games.kinrow.rules import CONNECT4_RECIPE, TICTACTOE_RECIPE, Connect4Config, MnkConfig
+from tri.games.kinrow.rules import (CONNECT4_RECIPE, GOBANG_RECIPE, TICTACTOE_RECIPE, Connect4Config, GobangConfig,
+                                    MnkConfig)
 from tri.games.othello.game import OthelloGame
 from tri.games.othello.rules import OTHELLO_RECIPE, OthelloConfig
 from tri.games.triangle.game import TriangleGame
@@ -52,6 +54,8 @@ REGISTRY: dict[str, GameEntry] = {e.name: e for e in (
     GameEntry("connect4", "Connect Four", Connect4Config, Connect4Game, CONNECT4_RECIPE),
     GameEntry("tictactoe", "Tic-Tac-Toe (an m,n,k-game: m x n board, k in a row)", MnkConfig, MnkGame,
               TICTACTOE_RECIPE),
+    GameEntry("gobang", "Gobang (five in a row on 9 x 9; 15 x 15 as a setting)", GobangConfig, GobangGame,
+              GOBANG_RECIPE),
     GameEntry("othello", "Othello (Reversi; 6 x 6 by default, 8 x 8 the standard board)", OthelloConfig,
               OthelloGame, OTHELLO_RECIPE),
 )}

@@ -55,6 +55,14 @@ EVALUATIONS: dict[str, list[tuple[str, str]]] = {
         ("every reachable position, the network alone", "tri eval tictactoe net:champion:tictactoe"),
         ("against greedy, both colours", "tri arena champion:tictactoe greedy --games 50"),
     ],
+    "gobang": [  # issue 19's yardsticks, 100 seeds x both colours, from sampled 4-move openings
+        ("against greedy, both colours, 4-move openings",
+         "tri arena champion:gobang greedy --games 100 --openings 4"),
+        ("against random, both colours, 4-move openings",
+         "tri arena champion:gobang random --games 100 --openings 4"),
+        ("against uct:1000, both colours, 4-move openings",
+         "tri arena champion:gobang uct:1000 --games 100 --openings 4"),
+    ],
     "othello": [  # issue 19's yardsticks, 100 seeds x both colours, from sampled 4-move openings
         ("against greedy, both colours, 4-move openings",
          "tri arena champion:othello greedy --games 100 --openings 4"),
@@ -70,6 +78,7 @@ CHECKS: dict[str, tuple[str, str]] = {
     "triangle": ("4 seeds of the evaluation", "tri eval triangle champion --games 4"),
     "connect4": ("the first 10 positions of each Pons test set", "tri eval connect4 champion --limit 10"),
     "tictactoe": ("4 games against greedy", "tri arena champion:tictactoe greedy --games 2"),
+    "gobang": ("4 games against greedy", "tri arena champion:gobang greedy --games 2 --openings 4"),
     "othello": ("4 games against alphabeta:3", "tri arena champion:othello alphabeta:3 --games 2 --openings 4"),
 }
 

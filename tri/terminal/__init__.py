@@ -23,7 +23,7 @@ from collections.abc import Callable
 from rich.console import Console
 
 from tri.games.base import PlayableGame
-from tri.terminal.kinrow import KInRowView, OthelloView
+from tri.terminal.kinrow import CoordinateView, KInRowView
 from tri.terminal.session import PlayResult, run
 from tri.terminal.triangle import TriangleView
 from tri.terminal.view import BoardView
@@ -35,7 +35,8 @@ VIEWS: dict[str, type[BoardView]] = {
     "triangle": TriangleView,
     "connect4": KInRowView,
     "tictactoe": KInRowView,
-    "othello": OthelloView,
+    "gobang": CoordinateView,
+    "othello": CoordinateView,
 }
 
 

@@ -1,7 +1,7 @@
-"""The board view of the k-in-a-row games (``tri play connect4``, ``tri play tictactoe``): the
+"""The board view of the grid games (``tri play connect4``, ``tictactoe``, ``gobang``, ``othello``): the
 game's text board with ``X`` in red, ``O`` in yellow and the empty cells dimmed, and a help that
 lists the legal moves. A Connect Four move is a column number (1-7); a Tic-Tac-Toe move is a cell
-number (1-9, shown in the empty cells) or ``row col``.
+number (1-9, shown in the empty cells) or ``row col``; a Gobang or Othello move is a cell ``e5``.
 
 A scripted game reads as a transcript (:mod:`tri.terminal.session`)::
 
@@ -50,9 +50,9 @@ class KInRowView(BoardView):
         return str(action + 1)
 
 
-class OthelloView(KInRowView):
-    """Othello on its text board (``X`` black, ``O`` white, ``*`` a legal placement); the help
-    lists moves in ``a1`` notation."""
+class CoordinateView(KInRowView):
+    """A board whose cells people name ``a1``-style (Othello: ``X`` black, ``O`` white, ``*`` a
+    legal placement; Gobang: ``X``, ``O``, ``.``); the help lists moves in that notation."""
 
     def move_label(self, action: int) -> str:
         return self.game.action_name(action)

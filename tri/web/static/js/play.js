@@ -27,7 +27,8 @@ function render() {
     ? "Click a shape, then the cell where its outlined triangle goes: the ghost is green where it fits, red where not."
     : p.game === "connect4" ? "Click a column to drop your disc."
       : p.game === "othello" ? "Click a marked cell: your disc must close a line of the opponent's discs. Pass when you have no move."
-        : "Click an empty cell.";
+        : p.game === "gobang" ? "Click an empty cell: five or more in a row (across, down or diagonal) wins."
+          : "Click an empty cell.";
   const history = $("#play-history");
   history.replaceChildren(...p.history.map((h) => {
     const li = document.createElement("li");
