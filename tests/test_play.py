@@ -148,3 +148,13 @@ def test_a_100000_digit_move_through_the_cli(tmp_path):
         assert f'could not read "{start}' in proc.stdout
     assert proc.stdout.count("could not read") == 3
     assert proc.stdout.rstrip().splitlines()[-1] == "stopped: score 0.000, steps 0, lines 0, triangles 0"
+
+
+def test_a_game_without_a_champion_is_played_against_greedy(tmp_path):
+    """`tri play GAME` plays the shipped champion by default; a game with none yet (an empty
+    champions folder here) gets greedy rather than an error."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "TRI_CHAMPIONS": str(tmp_path / "none")}
+    proc = subprocess.run([sys.executable, "-m", "tri.cli", "play", "gobang"], input="e5\nq\n",
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "2. greedy (O): " in proc.stdout and "Traceback" not in proc.stdout + proc.stderr

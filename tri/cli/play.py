@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from tri.champions import available
 from tri.cli.common import CONTEXT, PARAMS_OPTION, TriGroup
 from tri.config import Runtime, params_for_game
 from tri.device import resolve_device
@@ -20,10 +21,10 @@ from tri.players import make_agent, parse_spec
 from tri.terminal import play as play_in_terminal
 
 _OPPONENT = click.option(
-    "--opponent", default="champion", show_default=True,
-    help="Who you play: champion (the trained agent tri ships for this game), random, greedy (wins when it "
-         "can, else builds its rows and blocks yours), a checkpoint path (.pt, searched with "
-         "arena.simulations), mcts:PATH:N, net:PATH or models:/NAME@ALIAS.")
+    "--opponent", default=None,
+    help="Who you play: champion (the trained agent tri ships for this game; the default, or greedy for a "
+         "game with none yet), random, greedy (wins when it can, else builds its rows and blocks yours), a "
+         "checkpoint path (.pt, searched with arena.simulations), mcts:PATH:N, net:PATH or models:/NAME@ALIAS.")
 _COLOUR = click.option("--colour", "--color", "colour", type=click.Choice(["first", "second"]),
                        default="first", show_default=True, help="Your colour: first (X) or second (O).")
 
@@ -63,7 +64,9 @@ def _two_player(e: GameEntry) -> click.Command:
     @click.option("--seed", type=int, default=0, show_default=True,
                   help="Seed of the opponent's random choices (random player, sampled moves).")
     @PARAMS_OPTION
-    def command(opponent: str, colour: str, seed: int, params_path: Path | None) -> None:
+    def command(opponent: str | None, colour: str, seed: int, params_path: Path | None) -> None:
+        if opponent is None:
+            opponent = "champion" if e.name in available() else "greedy"
         params = params_for_game(params_path, e.name)  # another game's project: this game's recipe
         game = make_game(params.game)
         agent = make_agent(parse_spec(opponent, game=e.name), game, params.mcts, params.arena,
