@@ -149,25 +149,22 @@ CONNECT4_RECIPE: dict[str, dict] = {
     "arena": {"games": 32, "simulations": 96, "concurrent": 64, "max_moves": 42, "win_rate": 0.55,
               "temperature_moves": 4, "temperature": 1.0},
 }
-# Gobang 9 x 9: the Connect Four recipe's shape at Gobang's length (at most 81 placements), with
+# Gobang 9 x 9: the Connect Four recipe at Gobang's length (at most 81 placements), with
 # root noise for about 60 legal moves (AlphaZero scaled alpha inversely with the legal moves:
 # 0.3 for chess's ~35, 0.15 for shogi's ~90), and the 32 x 4 network: on 81 cells the 64 x 5 one
 # evaluates about a third as many positions a second (1,200 against 3,700 at batch 64 on one
 # core), so a run would see a third of the generations. Measured: README, "Learning runs".
 GOBANG_RECIPE: dict[str, dict] = {
+    **CONNECT4_RECIPE,
     "net": {"channels": 32, "blocks": 4, "value_hidden": 64},
-    "mcts": {**_PUCT, "dirichlet_alpha": 0.2, "simulations": 96},
-    "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 81, "temperature": 1.0,
-                 "temperature_moves": 6, "noise": True},
-    "train": {"window": 8, "batch_size": 256, "lr": 0.002, "warmup_steps": 20, "samples_per_position": 4.0,
-              "max_steps": 600, "threads": 1},
+    "mcts": {**CONNECT4_RECIPE["mcts"], "dirichlet_alpha": 0.2},
+    "selfplay": {**CONNECT4_RECIPE["selfplay"], "max_moves": 81, "temperature_moves": 6},
     # No gating (AlphaZero's, not AlphaGo Zero's, way): every candidate is promoted, and the arena
     # only measures it against the previous network. The untrained network (uniform priors, value
     # 0) searches ties in action order and builds rows along the top edge; every early candidate
     # lost to it (0.09, 0.22, then 0.03 in the arena), so with gating self-play never left it.
     # Without, each generation beat the one before (0.67, 0.70, 0.77 over generations 2-4).
-    "arena": {"games": 32, "simulations": 96, "concurrent": 64, "max_moves": 81, "win_rate": 0.0,
-              "temperature_moves": 4, "temperature": 1.0},
+    "arena": {**CONNECT4_RECIPE["arena"], "max_moves": 81, "win_rate": 0.0},
 }
 TICTACTOE_RECIPE: dict[str, dict] = {
     "net": {"channels": 32, "blocks": 2, "value_hidden": 32},
