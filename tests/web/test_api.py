@@ -273,3 +273,24 @@ def test_othello_through_the_api_with_its_pass(client):
     assert engine.is_over(state) and position["board"]["cells"] == engine.board(state).tolist()
     black, white = engine.discs(state)
     assert position["result"]["outcome"] == int(np.sign(black - white))
+
+
+def test_gobang_through_the_api_in_its_coordinates(client):
+    from tri.games.kinrow.gobang import GobangGame
+
+    position = ok(client.post("/api/play", json={"game": "gobang", "seed": 4, "opponent": "greedy"}))
+    board = position["board"]
+    assert (board["rows"], board["cols"], board["col_labels"]) == (9, 9, list("abcdefghi"))
+    assert board["moves"][4][4] == "e5"
+    refused(client.post(f"/api/play/{position['id']}/move", json={"move": "j1"}), 400, "j1 is off the board")
+    rng = np.random.default_rng(1)
+    while not position["over"]:
+        b = position["board"]
+        cells = [b["moves"][r][c] for r in range(b["rows"]) for c in range(b["cols"]) if b["legal"][r][c]]
+        position = ok(client.post(f"/api/play/{position['id']}/move", json={"move": cells[int(rng.integers(len(cells)))]}))
+    engine = GobangGame()
+    state = engine.new()
+    for h in position["history"]:
+        state = engine.play(state, engine.parse_move(h["move"], state))[0]
+    assert engine.is_over(state) and position["board"]["cells"] == engine.board(state).tolist()
+    assert position["result"]["outcome"] == -1  # random clicks lose to greedy

@@ -39,6 +39,11 @@ class GobangGame(MnkGame):
         super().__init__(config or GobangConfig())
         self.letters = string.ascii_lowercase[: self.cols]
 
+    @property
+    def column_labels(self) -> list[str]:
+        """The columns' letters, left to right (the web page labels its board with them)."""
+        return list(self.letters)
+
     def cell_name(self, action: int) -> str:
         """``e5``: the column's letter, then the row's number (row 1 at the top)."""
         r, c = divmod(action, self.cols)
