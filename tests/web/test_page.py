@@ -99,7 +99,7 @@ def new_game(page, game: str, seed: int, opponent: str | None = None) -> dict:
     page.fill("#play-seed", str(seed))
     old = position(page)["id"]
     page.click("#play-new")
-    until(page, f"window.triPlay.id !== {old!r}")
+    until(page, f"window.triPlay.id !== {old!r} && window.triPlay.seed === {seed}")
     return position(page)
 
 
@@ -110,7 +110,7 @@ def test_triangle_by_clicks_to_game_over_scores_as_the_engine(page):
         slot, r, c = p["board"]["legal"][0]
         page.click(f"#play-slots [data-slot='{slot}']")
         page.hover(f"#play-board polygon.cell[data-r='{r}'][data-c='{c}']")
-        assert page.locator("#play-board .ghost.fits").count() > 0  # the ghost, green: it fits here
+        page.wait_for_selector("#play-board .ghost.fits")  # the ghost, green: it fits here (drawn on mousemove)
         if p["moves"] == 8:
             shot(page, "web-play-triangle.png")
         page.click(f"#play-board polygon.cell[data-r='{r}'][data-c='{c}']")
@@ -136,7 +136,7 @@ def test_an_illegal_placement_is_refused_and_the_game_goes_on(page):
                if board["playable"][r][c] and (0, r, c) not in legal)
     page.click("#play-slots [data-slot='0']")
     page.hover(f"#play-board polygon.cell[data-r='{bad[0]}'][data-c='{bad[1]}']")
-    assert page.locator("#play-board .ghost.nofit").count() > 0  # red: it does not fit
+    page.wait_for_selector("#play-board .ghost.nofit")  # red: it does not fit (drawn on mousemove)
     page.click(f"#play-board polygon.cell[data-r='{bad[0]}'][data-c='{bad[1]}']")
     page.wait_for_selector("#play-message.error")
     assert page.inner_text("#play-message").startswith(f"illegal move 0 {bad[0]} {bad[1]}")
@@ -173,7 +173,8 @@ def test_watch_three_moves_of_the_champion_with_its_search(page):
     panel = page.locator(".watch-panel").first
     assert panel.locator(".panel-moves").inner_text() == "3"
     assert "champion played" in panel.locator(".panel-message").inner_text()
-    assert panel.locator("polygon.heat").count() > 0  # the search's view of the next move
+    panel.locator("polygon.heat").first.wait_for()  # the search's view of the next move
+    panel.locator(".top li").nth(4).wait_for()
     assert panel.locator(".top li").count() == 5
     float(panel.locator(".panel-value").inner_text())  # a value estimate
     shot(page, "web-watch.png")

@@ -8,6 +8,7 @@ import { $, fillPlayers, gameInfo, say } from "./ui.js";
 let position = null;
 let selected = null; // the triangle slot chosen, or null
 let busy = false;
+let latest = 0; // numbers each new game's request: an answer to an older one is dropped
 
 function legalSet(board) {
   return new Set(board.legal.map((m) => m.join(" ")));
@@ -97,12 +98,15 @@ function render() {
 async function send(move) {
   if (busy) return;
   busy = true;
+  const game = latest;
   say("#play-message", "…");
   try {
-    position = await api.move(position.id, move);
+    const answer = await api.move(position.id, move);
+    if (game !== latest) return; // a new game started meanwhile
+    position = answer;
     say("#play-message", position.message);
   } catch (err) {
-    say("#play-message", err.message, true); // the game goes on: the position is unchanged
+    if (game === latest) say("#play-message", err.message, true); // the game goes on, unchanged
   } finally {
     busy = false;
   }
@@ -121,12 +125,15 @@ async function newGame(event) {
     body.seat = Number($("#play-colour").value);
   }
   selected = null;
+  const mine = ++latest;
   say("#play-message", info.num_players === 2 && body.seat === 1 ? "the opponent opens…" : "");
   try {
-    position = await api.play(body);
+    const answer = await api.play(body);
+    if (mine !== latest) return; // a newer game was asked for (changing the game, then New game)
+    position = answer;
     say("#play-message", position.message || "your move");
   } catch (err) {
-    say("#play-message", err.message, true);
+    if (mine === latest) say("#play-message", err.message, true);
     return;
   }
   render();
