@@ -6,6 +6,9 @@ issue 15 (the arena names its players by role, ``candidate`` and ``best``, since
 On 2026-11-24 the shards' hashes were recorded again: a shard's key (in its metadata) now covers
 only the played game's own rules section, so registering Othello no longer changes every other
 game's keys; the candidates and the arena results kept their bytes.
+On 2026-11-25 every hash was recorded again when ``mcts.solver`` (off) joined the params that
+shards, checkpoints and arena results carry: their data, weights and games were compared and
+are unchanged, only the recorded params differ.
 If a change is meant to change results, say so in its commit and record the new hashes with
 ``pytest tests/test_behaviour.py --record-hashes`` (the failure message prints them too).
 """
@@ -65,13 +68,13 @@ CASES = {
 HASHES: dict[str, dict[str, str]] = {
     'connect4': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '22821a911d3250db5d4d78f46db0f766fc69a062343d30a4e4020601784b66bb',
+            'db8ce3a96b4c97befaf5fd3252f711088a2f227e4e86978e6e9d88eae0eb82ab',
         'data/selfplay/gen-0001/shard-000.parquet':
-            'a2f09dd474982749e81890f308c131923996d58835099b1b7593559e04fa9b1c',
+            'c5978909f3df05d9b169f1685c037424a32ab2975096c5ce7b8179e15833b45c',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            'b4b1b3c7dc5ffcc8243dcde8a94587ec5cc5c748034c77bae5b3604b57bf8ffa',
+            '485efc9fd3494c5c81beaca3672016b692168c620353f1a8e63842becbc158fd',
         'data/selfplay/gen-0001/shard-001.parquet':
-            'a28843bb8232abb21162674bc15c0263d35a5f824eb8a0e39140ec0d558431dc',
+            'ad35eea7c3900d0d30933f0284bf1d5a3fd9c618cb25e3df7356b09da2e835ea',
         'models/candidates/gen-0001.pt':
             '18eb35305cd5efaa8cd03627c3a2a5a71d347eb3888e21ee231c50a38155dd4d',
         'data/arena/gen-0001.json':
@@ -79,13 +82,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'tictactoe': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            'fc1a0ebb0704905e6be40bed0b7e2904a49eeb6dd457e5b419f63b722bcd771c',
+            '551e2d6205fea4f5856ec0a6f98dbe942169a7b0c6593863d7ac921a5584e864',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '013882c287b059cf66a5b1a271030ab3eea19898089498583f5270c61e4e5a64',
+            '05ff2e954ec5f730cb369204b7707f3bcbd67509486cc4af6a519b3f82cca662',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '38d42c586fa11aed2419104d32e7948d731efe934bf4c832634b35443c335edf',
+            '6070971cf74b1012fa3868691cf56d2cbc683e013688dda4399b63016240b584',
         'data/selfplay/gen-0001/shard-001.parquet':
-            'd1d8d633ee96f25b84bc4019226b447985ca69bd784b24567ec4d5269186ae09',
+            '3f516aab1b7c81175758154b16323188c1896dd24d79e00f4dcdef3e1d7468c1',
         'models/candidates/gen-0001.pt':
             '10cdb0f9c5000fabbcd2cd2d5854236734603e2ca26857148960ea1d934b580a',
         'data/arena/gen-0001.json':
@@ -93,13 +96,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-gumbel': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '3d9d8a8041af67305dc1e1de56e0efd96fda25c3d54be3ff0fb0cf3c7e6353b6',
+            '3134810d1e78dd60c74987f387d10b4fc1330a2aa0e7af1692e6b7eb06afc660',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '9d106a5e12b2506512f717582a64515bc15b2ca606f29498cb9d1ffcb94cd958',
+            '536f997321393ca4755d9e4e2fdfb1dd9f70747ab0210f886a26556749033230',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '0d9bc41314ab4a63f314bfcdeaee389f13c51e932065ca07ed21dd5d35f3366d',
+            '80eb833752b5b7c58f8b24e0a30edc7f20a15d03ce62827e931e23fbe8975336',
         'data/selfplay/gen-0001/shard-001.parquet':
-            'dd99859bd6046d3328e0f9b3b96dafe77c3c2ffe7b33fdc07e1085206338494c',
+            'bda361be22b0db3f99f361c5a0538d76787e38eb742f53a58ec9b41aad4c1b6f',
         'models/candidates/gen-0001.pt':
             '1704f25602a9db472650cf0fac111bfbdf4c56f5b38e6cc80568590ff8e290d0',
         'data/arena/gen-0001.json':
@@ -107,13 +110,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-puct': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '4268acf036d79b55f998cb24ea7858c6ef13995dcd7e3e2f34c60632f6b02e66',
+            '0cd8c99edab831d5e6a6d806709f1a73af4f4973e94afd23cbe9d83ef02eb4cf',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '575a67e0285ebff829b90b604b9e43a56301a8ebc881e5e098dadc2c4f630aef',
+            '3e34763db632ec9435ed3f1f4138272520ce448a2747fbb4f98f4449919f2619',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            'e9afa1e655d92ede4daab0b616e06f8c3d78d39ca4935ea32f90274c495493e5',
+            '2ff92ef145ccd208ca8d793921e5ee4a8b02248b44fd2cfa197b0c0553a348b1',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '098ddf0312b6d450605e0a4eb942d07bba31f1bbd15236ee4d23e18cbdb331a2',
+            '34491ec64f44f656974475bb47e5ec4a36719ca5406e3bfc40f37296879ef258',
         'models/candidates/gen-0001.pt':
             'ed67d03452d25934917d3904356fd492c78241d9208f40e97fc50d1064f75538',
         'data/arena/gen-0001.json':

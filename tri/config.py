@@ -92,6 +92,10 @@ class MctsParams(BaseModel):
                                                                 "calls, a slightly weaker search; not with "
                                                                 "gumbel; at most 65536 (more only piles "
                                                                 "virtual visits on the same paths)")
+    solver: bool = Field(False, description="two-player: prove wins and losses inside the tree "
+                                             "(MCTS-Solver): a proven win is taken, proven losses "
+                                             "avoided, proven nodes back up their exact value; same "
+                                             "simulations")
     gumbel: bool = Field(True, description="Gumbel sequential halving at the root instead of PUCT + noise: "
                                             "the search picks the move (no temperature) and trains on its "
                                             "improved policy")

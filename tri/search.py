@@ -17,6 +17,14 @@ PUCT picks ``argmax_a Q(n, a) + c_puct * P(n, a) * sqrt(N(n)) / (1 + N(c))`` ove
 (ties go to the lowest action); an unvisited action's ``Q`` is the node's own value estimate.
 With ``mcts.gumbel`` the root instead uses Gumbel sequential halving (:mod:`tri.gumbel`).
 
+**Solver** (``mcts.solver``, two-player games, MCTS-Solver after Winands et al. 2008). Terminal
+nodes have an exact value, and a node becomes exact once one of its moves is proven to win, or
+all its moves are proven (its value is then the best of them). Selection takes a proven win at
+once, passes over proven losses while another move remains, and stops at a proven node as at a
+terminal, backing up its exact value; the root's decision and policy keep only its best proven
+class of moves (a proven win; otherwise every move not proven lost). The simulation budget is
+unchanged: proofs come from the nodes the search creates anyway.
+
 **Chance.** Before searching, a stochastic game's root states get chance streams drawn from the
 search's own generator (``game.reseed``): a refill inside the tree is a sample the search drew,
 never the real game's next shapes, so the search result depends only on the position and the
@@ -36,6 +44,8 @@ from tri.gumbel import GumbelRoot, root_bytes
 
 # evaluate(states [M, L]) -> (priors [M, A] float32 summing to 1 over legal actions,
 #                             legal [M, A] bool, values [M] float32 from the side to move)
+UNKNOWN = 2  # Tree.exact: no proven value yet
+
 Evaluator = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
@@ -46,7 +56,8 @@ class Tree:
     states [B, N, L] uint64; children [B, N, A] int32 (-1 = not created); prior [B, N, A]
     float32 (-1 = illegal); visits [B, N] int32; virtual [B, N] int32 (pending visits);
     value_sum [B, N] float64 (side to move at the node); reward [B, N] float32 (edge into the
-    node); terminal [B, N] bool; parent [B, N] int32; num_nodes [B] int32;
+    node); terminal [B, N] bool; exact [B, N] int8 (the solver's proven value from the side to
+    move, -1, 0 or 1; ``UNKNOWN`` = not proven); parent [B, N] int32; num_nodes [B] int32;
     qmin, qmax [B] float64 (range of action values seen, single-player normalisation).
     """
 
@@ -58,6 +69,7 @@ class Tree:
     value_sum: np.ndarray
     reward: np.ndarray
     terminal: np.ndarray
+    exact: np.ndarray
     parent: np.ndarray
     num_nodes: np.ndarray
     qmin: np.ndarray
@@ -70,7 +82,8 @@ class Tree:
                    prior=np.full((batch, nodes, num_actions), -1, np.float32),
                    visits=np.zeros((batch, nodes), np.int32), virtual=np.zeros((batch, nodes), np.int32),
                    value_sum=np.zeros((batch, nodes)), reward=np.zeros((batch, nodes), np.float32),
-                   terminal=np.zeros((batch, nodes), bool), parent=np.full((batch, nodes), -1, np.int32),
+                   terminal=np.zeros((batch, nodes), bool),
+                   exact=np.full((batch, nodes), UNKNOWN, np.int8), parent=np.full((batch, nodes), -1, np.int32),
                    num_nodes=np.ones(batch, np.int32), qmin=np.full(batch, np.inf),
                    qmax=np.full(batch, -np.inf))
 
@@ -84,7 +97,7 @@ def search_bytes(batch: int, simulations: int, num_actions: int, state_size: int
     nodes = simulations + 1
     per_node = (8 * state_size  # states uint64
                 + (4 + 4) * num_actions  # children int32, prior float32
-                + 4 + 4 + 8 + 4 + 1 + 4)  # visits, virtual, value_sum, reward, terminal, parent
+                + 4 + 4 + 8 + 4 + 1 + 1 + 4)  # visits, virtual, value_sum, reward, terminal, exact, parent
     per_tree = nodes * per_node + 4 + 8 + 8  # num_nodes, qmin, qmax
     leaves = 1 if gumbel_actions > 0 else leaves_per_step
     # out_leaf int32 and out_kind int8; each new leaf's state, prior float32, legal bool and value
@@ -116,11 +129,13 @@ def _node_value(value_sum, visits, virtual, b, c, virtual_value):
 
 
 @nb.njit(cache=True, nogil=True)
-def _select(children, prior, visits, virtual, value_sum, reward, terminal, parent, num_nodes,
-            qmin, qmax, c_puct, discount, two_player, leaves, root_action, out_leaf, out_kind, ucb=0.0):
+def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact, parent, num_nodes,
+            qmin, qmax, c_puct, discount, two_player, solver, leaves, root_action, out_leaf, out_kind,
+            ucb=0.0):
     """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
     ``out_leaf[b, k]`` and its kind to ``out_kind[b, k]``: 0 = a new node to evaluate (already
-    linked to its parent), 1 = an existing terminal node, 2 = nothing (tree full or collision).
+    linked to its parent), 1 = an existing terminal node (or, with ``solver``, a proven one below the
+    root), 2 = nothing (tree full or collision).
     Every node on a selected path gets a virtual visit, undone by :func:`_backup`.
     ``root_action[b] >= 0`` forces the first descent's action at the root (Gumbel root).
     ``ucb > 0``: plain UCT instead of PUCT (two-player): an unvisited legal action first (the
@@ -134,7 +149,7 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, paren
             node = 0
             while True:
                 virtual[b, node] += 1
-                if terminal[b, node]:
+                if terminal[b, node] or (solver and node != 0 and exact[b, node] != UNKNOWN):
                     out_leaf[b, k] = node
                     out_kind[b, k] = 1
                     break
@@ -153,6 +168,15 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, paren
                         if p < 0:
                             continue
                         c = children[b, node, a]
+                        if solver and c >= 0 and exact[b, c] != UNKNOWN:
+                            proven = reward[b, c] - exact[b, c]
+                            if proven >= 1.0:  # a proven win: take it
+                                best, best_a = np.inf, a
+                                break
+                            if proven <= -1.0:  # a proven loss: only if nothing else is left
+                                if best == -np.inf:
+                                    best, best_a = -1e300, a
+                                continue
                         if c >= 0 and visits[b, c] + virtual[b, c] > 0:
                             v = _node_value(value_sum, visits, virtual, b, c, virtual_value)
                             q = reward[b, c] - v if two_player else reward[b, c] + discount * v
@@ -194,12 +218,13 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, paren
 
 
 @nb.njit(cache=True, nogil=True)
-def _backup(prior, visits, virtual, value_sum, reward, terminal, parent, qmin, qmax,
-            leaf_b, leaf_node, leaf_value, leaf_prior, leaf_legal, discount, two_player):
+def _backup(prior, visits, virtual, value_sum, reward, terminal, exact, children, parent, qmin, qmax,
+            leaf_b, leaf_node, leaf_value, leaf_prior, leaf_legal, discount, two_player, solver):
     """Write each evaluated leaf's priors (``leaf_prior [M, A]``, illegal -> -1; terminal leaves
     have an empty row), then add its value to every node on its path, converting it at each edge
     to the parent's point of view, remove the path's virtual visits, and widen ``qmin/qmax`` to
-    the updated mean action value of every edge on the path."""
+    the updated mean action value of every edge on the path. With ``solver``, a leaf with an
+    exact value (terminal or proven) proves what it can of its ancestors (:func:`_prove`)."""
     for m in range(leaf_b.shape[0]):
         b, node = leaf_b[m], leaf_node[m]
         if not terminal[b, node]:
@@ -209,6 +234,7 @@ def _backup(prior, visits, virtual, value_sum, reward, terminal, parent, qmin, q
             for a in range(prior.shape[2]):
                 prior[b, node, a] = -1.0
         g = leaf_value[m]
+        proving = solver and exact[b, node] != UNKNOWN
         while node >= 0:
             visits[b, node] += 1
             virtual[b, node] -= 1
@@ -221,7 +247,61 @@ def _backup(prior, visits, virtual, value_sum, reward, terminal, parent, qmin, q
                 qmin[b] = min(qmin[b], q)
                 qmax[b] = max(qmax[b], q)
                 g = reward[b, node] - g if two_player else reward[b, node] + discount * g
+                if proving:
+                    proving = _prove(prior, reward, exact, children, b, p)
             node = p
+
+
+@nb.njit(cache=True, nogil=True)
+def _prove(prior, reward, exact, children, b, node):
+    """Try to give ``node`` an exact value from its children's (two-player: a child's move is
+    worth ``reward - exact`` to the node's side to move): a proven win among them proves the
+    node won; otherwise every legal move proven proves the best of them. True if it did."""
+    if exact[b, node] != UNKNOWN or prior[b, node, 0] == -2.0:
+        return False
+    best, complete = -np.inf, True
+    for a in range(prior.shape[2]):
+        if prior[b, node, a] < 0:
+            continue
+        c = children[b, node, a]
+        if c < 0 or exact[b, c] == UNKNOWN:
+            complete = False
+            continue
+        q = reward[b, c] - exact[b, c]
+        if q >= 1.0:
+            exact[b, node] = 1
+            return True
+        best = max(best, q)
+    if complete and best > -np.inf:
+        exact[b, node] = np.int8(round(best))
+        return True
+    return False
+
+
+def _proven_root(tree: Tree, visits: np.ndarray, policy: np.ndarray, action: np.ndarray | None,
+                 value: np.ndarray):
+    """The solver's say at the root: keep ``visits [B, A]`` and ``policy [B, A]`` on the root's
+    best proven class of moves (the proven wins if any, else every move not proven lost), move a
+    Gumbel ``action [B]`` out of the dropped ones (to the most visited kept move), and give a
+    proven root its exact ``value [B]``."""
+    children = tree.children[:, 0]
+    idx = np.maximum(children, 0)
+    known = (children >= 0) & (np.take_along_axis(tree.exact, idx, axis=1) != UNKNOWN)
+    q = np.take_along_axis(tree.reward, idx, axis=1) - np.take_along_axis(tree.exact, idx, axis=1)
+    wins, losses = known & (q >= 1), known & (q <= -1)
+    keep = np.where(wins.any(axis=1, keepdims=True), wins, ~losses)
+    keep &= visits > 0
+    keep[~keep.any(axis=1)] = True  # every visited move proven lost: nothing to prefer
+    visits = np.where(keep, visits, 0)
+    policy = np.where(keep, policy, 0).astype(np.float32)
+    total = policy.sum(axis=1, keepdims=True)
+    policy = np.divide(policy, total, out=np.zeros_like(policy), where=total > 0)
+    if action is not None:
+        moved = ~keep[np.arange(len(action)), action]
+        action = np.where(moved, np.argmax(visits, axis=1), action)
+    root = tree.exact[:, 0]
+    value = np.where(root != UNKNOWN, root, value).astype(np.float32)
+    return visits, policy, action, value
 
 
 def _dirichlet(rng: np.random.Generator, legal: np.ndarray, alpha: float) -> np.ndarray:
@@ -262,6 +342,8 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
     tree.visits[:, 0] = 1
     tree.value_sum[:, 0] = values
     tree.terminal[:, 0] = ~legal.any(axis=1)
+    solver = params.solver and two_player
+    tree.exact[:, 0] = np.where(tree.terminal[:, 0], 0, UNKNOWN)
 
     out_leaf = np.empty((batch, leaves), np.int32)
     out_kind = np.empty((batch, leaves), np.int8)
@@ -270,8 +352,8 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
     while done < sims:
         root_action = gumbel.next_actions(tree, done) if gumbel is not None else no_root_action
         _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
-                tree.terminal, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, params.c_puct,
-                params.discount, two_player, leaves, root_action, out_leaf, out_kind, ucb)
+                tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, params.c_puct,
+                params.discount, two_player, solver, leaves, root_action, out_leaf, out_kind, ucb)
         done += leaves
         new_b, new_k = np.nonzero(out_kind == 0)
         term_b, term_k = np.nonzero(out_kind == 1)
@@ -284,6 +366,7 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
             tree.states[new_b, new_nodes] = step.states
             tree.reward[new_b, new_nodes] = step.reward
             tree.terminal[new_b, new_nodes] = step.terminal
+            tree.exact[new_b, new_nodes] = np.where(step.terminal, 0, UNKNOWN)
             live = ~step.terminal
             leaf_prior = np.zeros((new_b.size, game.num_actions), np.float32)
             leaf_legal = np.zeros((new_b.size, game.num_actions), bool)
@@ -296,14 +379,16 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
             leaf_legal = np.zeros((0, game.num_actions), bool)
             leaf_value = np.zeros(0)
         all_b = np.concatenate([new_b, term_b]).astype(np.int64)
-        all_nodes = np.concatenate([new_nodes, out_leaf[term_b, term_k]]).astype(np.int64)
+        term_nodes = out_leaf[term_b, term_k]
+        all_nodes = np.concatenate([new_nodes, term_nodes]).astype(np.int64)
         pad = term_b.size
-        _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
-                tree.parent, tree.qmin, tree.qmax, all_b, all_nodes,
-                np.concatenate([leaf_value, np.zeros(pad)]),
+        term_exact = tree.exact[term_b, term_nodes]  # terminal: 0; with the solver, a proven node's value
+        _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
+                tree.children, tree.parent, tree.qmin, tree.qmax, all_b, all_nodes,
+                np.concatenate([leaf_value, np.where(term_exact == UNKNOWN, 0, term_exact).astype(np.float64)]),
                 np.concatenate([leaf_prior, np.zeros((pad, game.num_actions), np.float32)]),
                 np.concatenate([leaf_legal, np.zeros((pad, game.num_actions), bool)]),
-                params.discount, two_player)
+                params.discount, two_player, solver)
         # Abandoned selections (collisions, full trees) left no virtual visits; nothing to undo.
 
     children = tree.children[:, 0]
@@ -314,4 +399,6 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
     action = None
     if gumbel is not None:
         action, policy = gumbel.result(tree)
+    if solver:
+        visits, policy, action, value = _proven_root(tree, visits, policy, action, value)
     return SearchResult(visits=visits.astype(np.int32), policy=policy, value=value, tree=tree, action=action)

@@ -28,7 +28,7 @@ def test_select_takes_the_forced_root_action():
     tree.visits[0, 0] = 1
     out_leaf, out_kind = np.empty((1, 1), np.int32), np.empty((1, 1), np.int8)
     _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
-            tree.parent, tree.num_nodes, tree.qmin, tree.qmax, 1.0, 1.0, False, 1, np.array([2]),
+            tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, 1.0, 1.0, False, False, 1, np.array([2]),
             out_leaf, out_kind)
     assert out_kind[0, 0] == 0 and tree.children[0, 0].tolist() == [-1, -1, 1]
 

@@ -52,8 +52,8 @@ def select(tree: Tree, *, c_puct: float, discount: float = 1.0, two_player: bool
     out_leaf = np.empty((1, leaves), np.int32)
     out_kind = np.empty((1, leaves), np.int8)
     _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
-            tree.terminal, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, c_puct, discount,
-            two_player, leaves, np.array([root_action], np.int64), out_leaf, out_kind)
+            tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, c_puct, discount,
+            two_player, False, leaves, np.array([root_action], np.int64), out_leaf, out_kind)
     return out_leaf[0], out_kind[0]
 
 
@@ -316,9 +316,10 @@ def backup_tree() -> Tree:
 def run_backup(tree: Tree, *, leaf_values: list[float], discount: float, two_player: bool) -> None:
     leaf_prior = np.array([[0.25, 0.75, 0.5], [0.0, 0.0, 0.0]], np.float32)
     leaf_legal = np.array([[True, True, False], [False, False, False]])
-    _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
-            tree.parent, tree.qmin, tree.qmax, np.array([0, 0], np.int64), np.array([2, 3], np.int64),
-            np.array(leaf_values, np.float64), leaf_prior, leaf_legal, discount, two_player)
+    _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
+            tree.children, tree.parent, tree.qmin, tree.qmax, np.array([0, 0], np.int64),
+            np.array([2, 3], np.int64), np.array(leaf_values, np.float64), leaf_prior, leaf_legal, discount,
+            two_player, False)
 
 
 def test_backup_single_player():
@@ -367,8 +368,8 @@ def test_select_then_backup_leaves_no_virtual_visits():
     leaf, kind = select(tree, c_puct=1.0, discount=0.9, leaves=2)
     assert (kind == 0).all() and leaf[0] != leaf[1]
     m = leaf.size
-    _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
-            tree.parent, tree.qmin, tree.qmax, np.zeros(m, np.int64), leaf.astype(np.int64),
-            np.full(m, 1.0), np.full((m, A), 0.25, np.float32), np.ones((m, A), bool), 0.9, False)
+    _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
+            tree.children, tree.parent, tree.qmin, tree.qmax, np.zeros(m, np.int64), leaf.astype(np.int64),
+            np.full(m, 1.0), np.full((m, A), 0.25, np.float32), np.ones((m, A), bool), 0.9, False, False)
     assert tree.virtual.sum() == 0
     assert tree.visits[0, 0] == 6
