@@ -191,14 +191,15 @@ def _minibatch(game, symmetries, window: dict[str, np.ndarray], idx: np.ndarray,
     """The rows ``idx`` of the window as network input ``x``, ``policy``, ``legal`` and
     ``value_target``, each sample under a random one of the game's ``symmetries`` or none (drawn
     from ``rng``)."""
-    x = game.encode(window["state"][idx])
+    states = window["state"][idx]
+    x = game.encode(states)
     policy, legal = window["policy"][idx], window["legal"][idx]
     if symmetries:
         which = rng.integers(0, len(symmetries) + 1, size=idx.size)
         for k, sym in enumerate(symmetries, start=1):
             sel = which == k
             x[sel] = sym.apply_planes(x[sel])
-            policy[sel], legal[sel] = sym.apply_policy(policy[sel]), sym.apply_policy(legal[sel])
+            policy[sel], legal[sel] = sym.apply_targets(policy[sel], legal[sel], states[sel])
     return {"x": x, "policy": policy, "legal": legal, "value_target": window["value_target"][idx]}
 
 

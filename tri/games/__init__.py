@@ -25,6 +25,8 @@ from tri.games.kinrow.rules import (CONNECT4_RECIPE, GOBANG_RECIPE, TICTACTOE_RE
                                     MnkConfig)
 from tri.games.othello.game import OthelloGame
 from tri.games.othello.rules import OTHELLO_RECIPE, OthelloConfig
+from tri.games.santorini.game import SantoriniGame
+from tri.games.santorini.rules import SANTORINI_RECIPE, SantoriniConfig
 from tri.games.triangle.game import TriangleGame
 from tri.games.triangle.rules import RECIPE as TRIANGLE_RECIPE
 from tri.games.triangle.rules import TriangleConfig
@@ -58,6 +60,8 @@ REGISTRY: dict[str, GameEntry] = {e.name: e for e in (
               GOBANG_RECIPE),
     GameEntry("othello", "Othello (Reversi; 6 x 6 by default, 8 x 8 the standard board)", OthelloConfig,
               OthelloGame, OTHELLO_RECIPE),
+    GameEntry("santorini", "Santorini (no god powers; move a worker, then build)", SantoriniConfig, SantoriniGame,
+              SANTORINI_RECIPE),
 )}
 
 GAMES = tuple(REGISTRY)  # the names, in registry order

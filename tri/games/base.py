@@ -69,6 +69,12 @@ class Symmetry:
         """``[..., A] -> [..., A]``."""
         return policy[..., self.actions]
 
+    def apply_targets(self, policy: np.ndarray, legal: np.ndarray, states: np.ndarray):
+        """The training targets of ``states [B, L]`` under the symmetry: ``(policy [B, A],
+        legal [B, A])`` mapped. A game whose action map depends on the position (Santorini's
+        worker order) overrides this."""
+        return self.apply_policy(policy), self.apply_policy(legal)
+
 
 @runtime_checkable
 class Game(Protocol):

@@ -24,6 +24,7 @@ from rich.console import Console
 
 from tri.games.base import PlayableGame
 from tri.terminal.kinrow import CoordinateView, KInRowView
+from tri.terminal.santorini import SantoriniView
 from tri.terminal.session import PlayResult, run
 from tri.terminal.triangle import TriangleView
 from tri.terminal.view import BoardView
@@ -37,6 +38,7 @@ VIEWS: dict[str, type[BoardView]] = {
     "tictactoe": KInRowView,
     "gobang": CoordinateView,
     "othello": CoordinateView,
+    "santorini": SantoriniView,
 }
 
 
