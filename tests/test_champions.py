@@ -30,12 +30,18 @@ SHIPPED = champions.CHECKOUT_CHAMPIONS
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
+# Games registered before their first learning run (issue 20): no champion ships yet, and
+# `tri play GAME` falls back to greedy. Empty this as their champions land.
+AWAITING_CHAMPION = ("pyrga", "santorini")
+SHIPS = sorted(set(GAMES) - set(AWAITING_CHAMPION))
+
+
 def test_every_game_ships_a_champion():
-    assert champions.available(SHIPPED) == sorted(GAMES)
-    assert set(EVALUATIONS) == set(CHECKS) == set(GAMES)
+    assert champions.available(SHIPPED) == SHIPS
+    assert set(EVALUATIONS) == set(CHECKS) == set(GAMES)  # ready for the games still training
 
 
-@pytest.mark.parametrize("game", sorted(GAMES))
+@pytest.mark.parametrize("game", SHIPS)
 def test_the_shipped_champion_matches_its_card(game):
     path, card = champions.champion(game, SHIPPED)  # checks the sha256
     assert path.stat().st_size < 10 * 2**20  # a small file, in git
@@ -50,7 +56,7 @@ def test_the_shipped_champion_matches_its_card(game):
     assert card.check.command == CHECKS[game][1]
 
 
-@pytest.mark.parametrize("game", sorted(GAMES))
+@pytest.mark.parametrize("game", SHIPS)
 def test_the_check_on_the_card_replays_to_the_same_figures(game):
     if game == "connect4" and not (SHARED / "connect4-testsets").is_dir():
         pytest.skip("Pons' test sets (../shared) are not beside the checkout")

@@ -291,9 +291,9 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["tictactoe.json", "tictactoe.md", "tictactoe.pt"]
 
 
-@pytest.mark.parametrize("name, moves", [("gobang", 81), ("othello", 40)])
-def test_gobang_and_othello_go_through_the_versioned_flow(prefect_server, tmp_path, name, moves):
-    """A tiny generation of each of issue 19's games in a git + DVC project: promoted, its own
+@pytest.mark.parametrize("name, moves", [("gobang", 81), ("othello", 40), ("santorini", 40), ("pyrga", 30)])
+def test_the_newer_games_go_through_the_versioned_flow(prefect_server, tmp_path, name, moves):
+    """A tiny generation of each of issues 19's and 20's games in a git + DVC project: promoted, its own
     MLflow experiment and champion alias, DVC clean; ``dvc repro --force`` re-creates every
     output byte for byte."""
     from mlflow import MlflowClient

@@ -180,6 +180,8 @@ def test_symmetric_positions_get_the_mapped_legal_actions_and_targets():
         for i, board in enumerate(boards):
             for a in board.legal_actions():
                 assert p[i, map_action(board, a, k)] >= policy[i, a] - 1e-6
+    empty = game.symmetries()[0].apply_targets(policy[:0], legal[:0], states[:0])  # a batch may pick none
+    assert empty[0].shape == (0, NUM_ACTIONS) and empty[1].shape == (0, NUM_ACTIONS)
     # The planes the network sees move with the cells.
     x = game.encode(states)
     for sym in game.symmetries():

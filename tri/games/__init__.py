@@ -25,6 +25,8 @@ from tri.games.kinrow.rules import (CONNECT4_RECIPE, GOBANG_RECIPE, TICTACTOE_RE
                                     MnkConfig)
 from tri.games.othello.game import OthelloGame
 from tri.games.othello.rules import OTHELLO_RECIPE, OthelloConfig
+from tri.games.pyrga.game import PyrgaGame
+from tri.games.pyrga.rules import PYRGA_RECIPE, PyrgaConfig
 from tri.games.santorini.game import SantoriniGame
 from tri.games.santorini.rules import SANTORINI_RECIPE, SantoriniConfig
 from tri.games.triangle.game import TriangleGame
@@ -62,6 +64,8 @@ REGISTRY: dict[str, GameEntry] = {e.name: e for e in (
               OthelloGame, OTHELLO_RECIPE),
     GameEntry("santorini", "Santorini (no god powers; move a worker, then build)", SantoriniConfig, SantoriniGame,
               SANTORINI_RECIPE),
+    GameEntry("pyrga", "Pyrga (4 x 4: place squares, circles and arrows, own the towers)", PyrgaConfig, PyrgaGame,
+              PYRGA_RECIPE),
 )}
 
 GAMES = tuple(REGISTRY)  # the names, in registry order

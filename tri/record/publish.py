@@ -73,6 +73,22 @@ EVALUATIONS: dict[str, list[tuple[str, str]]] = {
         ("against uct:1000, both colours, 4-move openings",
          "tri arena champion:othello uct:1000 --games 100 --openings 4"),
     ],
+    "santorini": [  # issue 20's yardsticks, 100 seeds x both colours, from sampled 4-move openings
+        ("against greedy, both colours, 4-move openings",
+         "tri arena champion:santorini greedy --games 100 --openings 4"),
+        ("against random, both colours, 4-move openings",
+         "tri arena champion:santorini random --games 100 --openings 4"),
+        ("against uct:1000, both colours, 4-move openings",
+         "tri arena champion:santorini uct:1000 --games 100 --openings 4"),
+    ],
+    "pyrga": [  # issue 20's yardsticks, 100 seeds x both colours, from sampled 4-move openings
+        ("against greedy, both colours, 4-move openings",
+         "tri arena champion:pyrga greedy --games 100 --openings 4"),
+        ("against random, both colours, 4-move openings",
+         "tri arena champion:pyrga random --games 100 --openings 4"),
+        ("against uct:1000, both colours, 4-move openings",
+         "tri arena champion:pyrga uct:1000 --games 100 --openings 4"),
+    ],
 }
 CHECKS: dict[str, tuple[str, str]] = {
     "triangle": ("4 seeds of the evaluation", "tri eval triangle champion --games 4"),
@@ -80,6 +96,8 @@ CHECKS: dict[str, tuple[str, str]] = {
     "tictactoe": ("4 games against greedy", "tri arena champion:tictactoe greedy --games 2"),
     "gobang": ("4 games against greedy", "tri arena champion:gobang greedy --games 2 --openings 4"),
     "othello": ("4 games against alphabeta:3", "tri arena champion:othello alphabeta:3 --games 2 --openings 4"),
+    "santorini": ("4 games against greedy", "tri arena champion:santorini greedy --games 2 --openings 4"),
+    "pyrga": ("4 games against greedy", "tri arena champion:pyrga greedy --games 2 --openings 4"),
 }
 
 

@@ -39,6 +39,7 @@ VIEWS: dict[str, type[BoardView]] = {
     "gobang": CoordinateView,
     "othello": CoordinateView,
     "santorini": SantoriniView,
+    "pyrga": CoordinateView,
 }
 
 

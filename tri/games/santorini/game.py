@@ -167,8 +167,10 @@ class SantoriniGame:
         """``[B] bool``: whether ``symmetry`` swaps the row-major order of the mover's workers."""
         forward = np.empty(self.num_cells, np.int64)
         forward[symmetry.cells] = np.arange(self.num_cells)
-        cells = np.array([np.flatnonzero(row) for row in unpack(states[:, MINE], self.num_cells)])
-        return forward[cells[:, 0]] > forward[cells[:, 1]]
+        bits = unpack(states[:, MINE], self.num_cells)  # [B, cells], two set in each row
+        first = np.argmax(bits, axis=1)
+        second = self.num_cells - 1 - np.argmax(bits[:, ::-1], axis=1)
+        return forward[first] > forward[second]
 
     def line_fill(self, states: np.ndarray) -> np.ndarray:
         """``[B]``: the ``greedy`` player's tie-break after equal rewards (a win first), for the
