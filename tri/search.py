@@ -42,10 +42,10 @@ from tri.config import MctsParams
 from tri.games.base import Game
 from tri.gumbel import GumbelRoot, root_bytes
 
-# evaluate(states [M, L]) -> (priors [M, A] float32 summing to 1 over legal actions,
-#                             legal [M, A] bool, values [M] float32 from the side to move)
 UNKNOWN = 2  # Tree.exact: no proven value yet
 
+# evaluate(states [M, L]) -> (priors [M, A] float32 summing to 1 over legal actions,
+#                             legal [M, A] bool, values [M] float32 from the side to move)
 Evaluator = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
