@@ -69,7 +69,8 @@ def direction_map(cells: np.ndarray, size: int = SIZE) -> np.ndarray:
     return out
 
 
-# The measured recipe (README, "Learning runs"): params.yaml sections over the embedded defaults.
+# The recipe to start from, NOT yet measured (Pyrga's first learning run is issue 20's next step):
+# params.yaml sections over the embedded defaults.
 # The Connect Four recipe's shape (PUCT with root noise, gated) at Pyrga's length (at most 30
 # placements) and branching (up to 96 actions; alpha for about 30 legal moves).
 PYRGA_RECIPE: dict[str, dict] = {

@@ -68,7 +68,8 @@ def cell_name(cell: int, size: int) -> str:
     return f"{'abcdefgh'[c]}{r + 1}"
 
 
-# The measured recipe (README, "Learning runs"): params.yaml sections over the embedded defaults.
+# The recipe to start from, NOT yet measured (Santorini's first learning run is issue 20's next step):
+# params.yaml sections over the embedded defaults.
 # The Connect Four recipe's shape (PUCT with root noise, gated), at Santorini's 128 actions
 # (Dirichlet alpha for about 30 legal moves) and its length (games of 20-60 actions; cut at 200).
 SANTORINI_RECIPE: dict[str, dict] = {
