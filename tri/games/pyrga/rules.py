@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from tri.games.kinrow.rules import CONNECT4_RECIPE
+
 SIZE = 4
 CELLS = SIZE * SIZE
 DIRS = ((-1, 0), (0, 1), (1, 0), (0, -1))
@@ -74,13 +76,8 @@ def direction_map(cells: np.ndarray, size: int = SIZE) -> np.ndarray:
 # The Connect Four recipe's shape (PUCT with root noise, gated) at Pyrga's length (at most 30
 # placements) and branching (up to 96 actions; alpha for about 30 legal moves).
 PYRGA_RECIPE: dict[str, dict] = {
-    "net": {"channels": 64, "blocks": 5, "value_hidden": 64},
-    "mcts": {"dirichlet_alpha": 0.3, "dirichlet_fraction": 0.25, "gumbel": False, "discount": 0.99,
-             "gumbel_c_scale": 0.1, "simulations": 96},
-    "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 30, "temperature": 1.0,
-                 "temperature_moves": 6, "noise": True},
-    "train": {"window": 8, "batch_size": 256, "lr": 0.002, "warmup_steps": 20, "samples_per_position": 4.0,
-              "max_steps": 600, "threads": 1},
-    "arena": {"games": 32, "simulations": 96, "concurrent": 64, "max_moves": 30, "win_rate": 0.55,
-              "temperature_moves": 4, "temperature": 1.0},
+    **CONNECT4_RECIPE,
+    "mcts": {**CONNECT4_RECIPE["mcts"], "dirichlet_alpha": 0.3},
+    "selfplay": {**CONNECT4_RECIPE["selfplay"], "max_moves": 30, "temperature_moves": 6},
+    "arena": {**CONNECT4_RECIPE["arena"], "max_moves": 30},
 }
