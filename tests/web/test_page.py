@@ -1,5 +1,6 @@
 """The web page in a real headless Chromium (Playwright driving Debian's ``/usr/bin/chromium``): a
-person's clicks play the triangle puzzle to game over and Connect Four to a result, an illegal
+person's clicks play the triangle puzzle to game over, Connect Four to a result and Santorini and
+Pyrga by their paths of clicks, an illegal
 placement shows the engine's message and the game goes on, the champion is watched move by move
 with its search, and the compare view opens.
 
@@ -207,3 +208,34 @@ def test_compare_view_opens(page):
     games = page.locator("#compare-champions tbody tr td:first-child").all_inner_texts()
     assert sorted(games) == sorted(available())  # every champion that ships
     shot(page, "web-compare-empty.png")
+
+
+def test_santorini_and_pyrga_by_clicks_through_their_paths(page):
+    """A move of several clicks: Santorini's worker, move and build cells; Pyrga's cell, then the
+    piece's button. Each click marks the cells that may come next; the last one sends the move."""
+    p = new_game(page, "santorini", 3, opponent="random")
+    for _ in range(3):
+        if p["over"]:
+            break
+        move, before = p["board"]["moves"][0], p["moves"]
+        for i, token in enumerate(move["path"]):
+            page.click(f"#play-board rect.hit[data-name='{token}']")
+            if i < len(move["path"]) - 1:  # picked so far, and what may come next, are marked
+                assert page.locator("#play-board rect.hit.picked").count() == i + 1
+                assert page.locator("#play-board rect.hit.next").count() >= 1
+        p = wait_moves(page, before + 1)
+        assert p["history"][before]["move"] == move["move"]
+    workers = page.locator("#play-board circle.piece").count()
+    assert workers == 4
+    shot(page, "web-play-santorini.png")
+
+    p = new_game(page, "pyrga", 2, opponent="greedy")
+    first = p["moves"]
+    move = next(m for m in p["board"]["moves"] if m["path"][1].startswith("arrow"))
+    page.click(f"#play-board rect.hit[data-name='{move['path'][0]}']")
+    page.click(f"#play-extra button[data-move='{move['path'][1]}']")
+    p = wait_moves(page, first + 1)
+    assert p["history"][0]["move"] == move["move"]
+    assert page.locator("#play-board polygon.piece").count() >= 1  # the arrow
+    assert "towers" in page.inner_text("#play-facts")
+    shot(page, "web-play-pyrga.png")

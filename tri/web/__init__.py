@@ -11,7 +11,7 @@ Modules: :mod:`.players` (the allow-list), :mod:`.positions` (a state as JSON, t
 as a heat map), :mod:`.sessions` (games being played or watched), :mod:`.compare` (the project's
 learning curve, ladder and champions), :mod:`.app` (routes), ``static/`` (the page).
 
-The API (JSON in and out; ``GAME`` is a registry name: ``triangle``, ``connect4``, ``tictactoe``, ``othello``)
+The API (JSON in and out; ``GAME`` is a registry name: ``triangle``, ``connect4``, ``tictactoe``, ``othello``, ...)
 -----------------------------------------------------------------------------------------------
 
 ``GET /api/info`` ->
@@ -29,14 +29,14 @@ default 0)}`` -> a **Position** (the opponent has already replied if it moves fi
 
 ``POST /api/play/ID/move`` ``{"move": str}``: the move in the game's notation, as a person would
 type it in the terminal (triangle ``"slot row col"``, e.g. ``"0 3 4"``; Connect Four the 1-based
-column ``"4"``; Tic-Tac-Toe the 1-based cell ``"5"``). A legal move is played, then the opponent's
+column ``"4"``; Tic-Tac-Toe the 1-based cell ``"5"``; Santorini ``"c2 c1 b1"``; Pyrga ``"a b2 >"``). A legal move is played, then the opponent's
 replies until it is the person's turn or the game is over -> the new Position. An illegal or
 unreadable move -> status 400 ``{"error": "illegal move 2 4 6: cell (4, 6) points down but the
 shape needs up there"}`` and the game is unchanged.
 
 **Position** (every game)::
 
-    {"id": str, "game": GAME, "kind": "triangle" | "grid", "seed": int, "moves": int,
+    {"id": str, "game": GAME, "kind": "triangle" | "grid" | "pieces", "seed": int, "moves": int,
      "turn": 0|1 (seat to move), "person_seat": 0|1, "players": [str, str] (names per seat;
      one entry for the triangle), "over": bool,
      "result": null | {"outcome": 1|0|-1 (for the person's seat), "text": "you win"},
@@ -62,6 +62,17 @@ shape needs up there"}`` and the game is unchanged.
      "legal": [[slot, r, c]] (every legal placement), "placed": [[r, c]] (triangles the last
      move placed that are still on the board), "cleared": [[r, c]] (triangles the last move
      cleared)}
+
+**Board**, kind ``"pieces"`` (Santorini, Pyrga: :mod:`tri.web.pieces`), top row first::
+
+    {"rows": int, "cols": int, "col_labels": [str], "row_labels": [str], "names": [[str]] (each
+     cell's name in moves, "b2"), "cells": [[{"level": 0-3 (Santorini's height), "dome": bool,
+     "pieces": [{"owner": 1|2, "kind": "worker"|"square"|"circle"|"arrow", "direction": "^"|">"|"v"|"<"
+     (an arrow's)}], "tower": 0|1|2 (Pyrga: a full cell's owner)}]],
+     "moves": [{"move": str (what to send), "path": [str] (its clicks: cell names, then words such
+     as "circle" or "arrow >")}] (every legal move; none once the game is over),
+     "last": [[r, c]] (the cells the last move changed), "facts": [str] (e.g. towers and pieces
+     in hand), "extra": []}
 
 Watching: ``POST /api/watch`` ``{"game": GAME, "player": name (default the game's default_player), "seed": int
 (optional), "opponent": name (two-player; default "greedy"), "seat": 0|1 (two-player: the

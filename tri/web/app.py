@@ -32,7 +32,7 @@ from tri.config import Runtime
 from tri.errors import TriError
 from tri.games import REGISTRY
 from tri.web import compare
-from tri.web.players import NOT_ON_THE_PAGE, Roster
+from tri.web.players import Roster
 from tri.web.sessions import SEED_DOMAIN, Conflict, Missing, Store
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -145,7 +145,7 @@ def create_app(root: Path, *, links: dict[str, str | None] | None = None, runtim
         games = [{"name": name, "title": e.title, "num_players": roster.game(name).num_players,
                   "default_player": roster.default_player(name),
                   "players": [{"name": a.name, "label": a.label} for a in roster.allowed(name)]}
-                 for name, e in REGISTRY.items() if name not in NOT_ON_THE_PAGE]
+                 for name, e in REGISTRY.items()]
         return {"project": roster.root.name, "game": roster.project_game, "links": links, "games": games}
 
     @app.post("/api/play")

@@ -36,11 +36,6 @@ from tri.players import GreedyAgent, NetAgent, PlayerSpec, RandomAgent, make_age
 _GENERATION = re.compile(r"gen-(\d{4,9})")
 
 
-# Registered games the page cannot draw yet (a move-and-build, a cell of stacked pieces; issue 20):
-# the page lists the others, and a request for one of these gets a one-line refusal.
-NOT_ON_THE_PAGE = ("santorini", "pyrga")
-
-
 @dataclass(frozen=True)
 class Allowed:
     """One entry of the allow-list: ``name`` (what the page sends), ``label`` (what it shows) and
@@ -75,12 +70,9 @@ class Roster:
         return self.project if game == self.project_game else recipe_params(game)
 
     def game(self, name: str) -> PlayableGame:
-        """The game ``name`` with the rules the page plays it by; :class:`TriError` if unknown or
-        not drawn by the page."""
+        """The game ``name`` with the rules the page plays it by; :class:`TriError` if unknown."""
         if name not in REGISTRY:
             raise TriError(f"unknown game {_clip(name)!r} (tri knows: {', '.join(REGISTRY)})")
-        if name in NOT_ON_THE_PAGE:
-            raise TriError(f"{name} is not on the web page yet; play it in the terminal: tri play {name}")
         with self._lock:
             if name not in self._games:
                 self._games[name] = make_game(self.params(name).game)

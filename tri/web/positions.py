@@ -1,12 +1,13 @@
 """A position as the page draws it, and the search's view of it as a heat map (the JSON shapes are in
 :mod:`tri.web`).
 
-Two board kinds: ``triangle`` (the triangle puzzle: cells, orientations, slots and every legal
+Three board kinds: ``triangle`` (the triangle puzzle: cells, orientations, slots and every legal
 placement, so the page can draw the ghost of a shape without asking) and ``grid`` (any game whose
 :meth:`~tri.games.base.PlayableGame.board` is its whole picture: Connect Four, m,n,k-games). A
 grid game's action is a cell (``r * cols + c``), or a column when the game has ``gravity`` (its
 row 0 is then the bottom row, drawn last); a game may name its columns (``column_labels``, as
-Othello's letters). Actions past the clickable ones (Othello's pass) are listed as ``extra``.
+Othello's letters). Actions past the clickable ones (Othello's pass) are listed as ``extra``. And ``pieces`` (:mod:`tri.web.pieces`: Santorini, Pyrga), whose
+cells hold several things and whose moves take several clicks.
 """
 
 from __future__ import annotations
@@ -15,12 +16,19 @@ import numpy as np
 
 from tri.games.base import PlayableGame
 from tri.games.triangle.game import TriangleGame
+from tri.web import pieces
 
 TOP_MOVES = 5
 
 
 def kind(game: PlayableGame) -> str:
-    return "triangle" if isinstance(game, TriangleGame) else "grid"
+    return "triangle" if isinstance(game, TriangleGame) else "pieces" if pieces.has_view(game) else "grid"
+
+
+def move_name(game: PlayableGame, state: np.ndarray, action: int) -> str:
+    """``action``, played in ``state [L]``, in the notation a person types (Santorini names cells
+    of the position it was played in)."""
+    return pieces.move_name(game, state, action)
 
 
 def board(game: PlayableGame, state: np.ndarray, before: np.ndarray | None = None,
@@ -28,6 +36,8 @@ def board(game: PlayableGame, state: np.ndarray, before: np.ndarray | None = Non
     """The Board of ``state [L]``; ``before`` and ``action``: the last move, for its highlights."""
     if isinstance(game, TriangleGame):
         return _triangle_board(game, state, before, action)
+    if pieces.has_view(game):
+        return pieces.board(game, state, before)
     return _grid_board(game, state, before)
 
 
@@ -40,6 +50,8 @@ def heat(game: PlayableGame, state: np.ndarray, policy: np.ndarray) -> list[list
     if isinstance(game, TriangleGame):
         b = game.geometry
         grid = p.reshape(game.num_slots, b.rows, b.cols).sum(axis=0)
+    elif pieces.has_view(game):
+        grid = pieces.heat(game, state, p)
     else:
         rows, cols = game.board(state).shape
         grid = np.zeros((rows, cols))
@@ -54,12 +66,12 @@ def heat(game: PlayableGame, state: np.ndarray, policy: np.ndarray) -> list[list
     return [[round(float(v), 5) for v in row] for row in grid]
 
 
-def top_moves(game: PlayableGame, policy: np.ndarray, legal: np.ndarray) -> list[dict]:
-    """The ``TOP_MOVES`` legal moves with the largest share of ``policy [A]``."""
+def top_moves(game: PlayableGame, state: np.ndarray, policy: np.ndarray, legal: np.ndarray) -> list[dict]:
+    """The ``TOP_MOVES`` legal moves in ``state [L]`` with the largest share of ``policy [A]``."""
     p = np.where(legal, np.clip(np.asarray(policy, dtype=np.float64), 0, None), -1.0)
     total = p[p > 0].sum()
     order = np.argsort(-p, kind="stable")[:TOP_MOVES]
-    return [{"move": game.action_name(int(a)), "share": round(float(p[a] / total), 5) if total > 0 else 0.0}
+    return [{"move": move_name(game, state, int(a)), "share": round(float(p[a] / total), 5) if total > 0 else 0.0}
             for a in order if p[a] >= 0]
 
 

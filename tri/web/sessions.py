@@ -69,6 +69,7 @@ class Session:
     def apply(self, action: int) -> dict:
         """Play ``action`` for the seat to move; returns the history entry it adds."""
         seat = self.turn()
+        name = positions.move_name(self.game, self.state, int(action))
         t = self.game.step(self.state[None], np.array([action], dtype=np.int64))
         self.before, self.state = self.state, t.states[0]
         self.moves.append(int(action))
@@ -78,7 +79,7 @@ class Session:
         for key, values in t.stats.items():
             self.stats[key] = self.stats.get(key, 0) + int(values[0])
         self.last_reward = (seat, reward)
-        entry = {"seat": seat, "who": self.names[seat], "move": self.game.action_name(int(action))}
+        entry = {"seat": seat, "who": self.names[seat], "move": name}
         self.history.append(entry)
         self.message = f"{'you' if self.agents[seat] is None else self.names[seat]} played {entry['move']}"
         if self.over:
@@ -158,7 +159,7 @@ def analysis(game: PlayableGame, state: np.ndarray, decision: Decision, kind: st
     legal = game.legal(state[None])[0]
     value = None if decision.value is None else round(float(decision.value[0]), 5)
     return {"kind": kind, "value": value, "heat": positions.heat(game, state, np.where(legal, policy, 0.0)),
-            "top": positions.top_moves(game, policy, legal)}
+            "top": positions.top_moves(game, state, policy, legal)}
 
 
 class Store:

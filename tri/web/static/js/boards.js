@@ -159,3 +159,65 @@ export function gridBoard(board, opts = {}) {
   }
   return svg;
 }
+
+// A "pieces" board (Santorini, Pyrga): each cell its level (nested squares) or dome, its pieces
+// (workers; squares, circles and arrows) in the players' colours, a full tower's owner as a tint.
+// opts: heat, next (Set of cell names a click may pick now), picked (Set of names picked so far),
+// onCell(r, c).
+const ARROW_ANGLE = { "^": 0, ">": 90, "v": 180, "<": 270 };
+
+export function piecesBoard(board, opts = {}) {
+  const size = 70, pad = 22;
+  const width = board.cols * size + pad, height = board.rows * size + pad;
+  const svg = el("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
+                          "aria-label": `${opts.game || "pieces"} board` });
+  for (let c = 0; c < board.cols; c++) {
+    el("text", { x: pad + c * size + size / 2, y: 14, class: "axis" }, svg).textContent = board.col_labels[c];
+  }
+  for (let r = 0; r < board.rows; r++) {
+    el("text", { x: 10, y: pad + r * size + size / 2 + 4, class: "axis" }, svg).textContent = board.row_labels[r];
+  }
+  const last = new Set((board.last || []).map(([r, c]) => key(r, c)));
+  const alpha = opts.heat ? heatAlpha(opts.heat) : null;
+  for (let r = 0; r < board.rows; r++) {
+    for (let c = 0; c < board.cols; c++) {
+      const cell = board.cells[r][c], name = board.names[r][c];
+      const x = pad + c * size, y = pad + r * size, cx = x + size / 2, cy = y + size / 2;
+      el("rect", { x: x + 1, y: y + 1, width: size - 2, height: size - 2, rx: 4,
+                   class: `square tower${cell.tower}${last.has(key(r, c)) ? " changed" : ""}` }, svg);
+      for (let level = 1; level <= cell.level; level++) {
+        const inset = 4 + (level - 1) * 8;
+        el("rect", { x: x + inset, y: y + inset, width: size - 2 * inset, height: size - 2 * inset, rx: 3,
+                     class: `level level${level}` }, svg);
+      }
+      if (cell.dome) el("circle", { cx, cy, r: size * 0.2, class: "dome" }, svg);
+      if (cell.level || cell.dome) {
+        el("text", { x: x + 9, y: y + size - 7, class: "levelno" }, svg).textContent = cell.dome ? "D" : cell.level;
+      }
+      for (const piece of cell.pieces) {
+        const who = `owner${piece.owner}`;
+        if (piece.kind === "worker") {
+          el("circle", { cx, cy, r: size * 0.17, class: `piece ${who}` }, svg);
+        } else if (piece.kind === "square") {
+          el("rect", { x: x + 10, y: y + 10, width: size - 20, height: size - 20, class: `outline ${who}` }, svg);
+        } else if (piece.kind === "circle") {
+          el("circle", { cx, cy, r: size * 0.24, class: `outline ${who}` }, svg);
+        } else if (piece.kind === "arrow") {
+          const s = size * 0.13;
+          el("polygon", { points: `${cx},${cy - 1.3 * s} ${cx + s},${cy + s} ${cx},${cy + 0.4 * s} ${cx - s},${cy + s}`,
+                          transform: `rotate(${ARROW_ANGLE[piece.direction] || 0} ${cx} ${cy})`,
+                          class: `piece ${who}` }, svg);
+        }
+      }
+      if (alpha && alpha(opts.heat[r][c]) > 0.01) {
+        el("circle", { cx, cy, r: size * 0.3, class: "heat", "fill-opacity": alpha(opts.heat[r][c]).toFixed(3),
+                       "data-r": r, "data-c": c }, svg);
+      }
+      const state = opts.picked && opts.picked.has(name) ? " picked" : opts.next && opts.next.has(name) ? " next" : "";
+      const hit = el("rect", { x: x + 2, y: y + 2, width: size - 4, height: size - 4, rx: 4,
+                               class: `hit cell${state}`, "data-r": r, "data-c": c, "data-name": name }, svg);
+      if (opts.onCell) hit.addEventListener("click", () => opts.onCell(r, c));
+    }
+  }
+  return svg;
+}

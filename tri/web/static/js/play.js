@@ -1,12 +1,15 @@
 // Play: a person against a player of the allow-list (the triangle puzzle alone). The current
-// Position is kept in window.triPlay for the tests and the curious.
+// Position is kept in window.triPlay for the tests and the curious. A "pieces" game's move is a
+// path of clicks (cells, then words as buttons: Santorini's worker, move and build; Pyrga's cell
+// and piece); the move is sent when the path picked so far is a whole move's.
 
 import { api } from "./api.js";
-import { drawGhost, gridBoard, shapeSvg, triangleBoard } from "./boards.js";
+import { drawGhost, gridBoard, piecesBoard, shapeSvg, triangleBoard } from "./boards.js";
 import { $, fillPlayers, gameInfo, say } from "./ui.js";
 
 let position = null;
 let selected = null; // the triangle slot chosen, or null
+let picked = []; // a "pieces" game: the tokens of the move clicked so far
 let busy = false;
 let latest = 0; // numbers each new game's request: an answer to an older one is dropped
 
@@ -29,7 +32,12 @@ function render() {
     : p.game === "connect4" ? "Click a column to drop your disc."
       : p.game === "othello" ? "Click a marked cell: your disc must close a line of the opponent's discs. Pass when you have no move."
         : p.game === "gobang" ? "Click an empty cell: five or more in a row (across, down or diagonal) wins."
-          : "Click an empty cell.";
+          : p.game === "santorini" ? "Click your worker, the cell it moves to (at most one level up), then the cell " +
+            "it builds on. Moving up to level 3 wins; a player who cannot move loses."
+            : p.game === "pyrga" ? "Click a marked cell, then the piece to place (an arrow with its direction): " +
+              "after a square play next to it, after a circle on it, after an arrow along it. Three pieces make " +
+              "a tower, owned by who has two of them; more towers wins."
+              : "Click an empty cell.";
   const history = $("#play-history");
   history.replaceChildren(...p.history.map((h) => {
     const li = document.createElement("li");
@@ -73,8 +81,13 @@ function render() {
       return box;
     }));
     $("#play-extra").replaceChildren();
+    $("#play-facts").textContent = "";
+  } else if (p.kind === "pieces") {
+    slots.hidden = true;
+    renderPieces(p, holder);
   } else {
     slots.hidden = true;
+    $("#play-facts").textContent = "";
     $("#play-extra").replaceChildren(...(b.extra || []).map((m) => {
       const button = document.createElement("button");
       button.type = "button";
@@ -93,6 +106,54 @@ function render() {
       },
     }));
   }
+}
+
+// The moves whose path starts with the tokens picked so far, and the tokens that may come next.
+function continuing(moves) {
+  const fits = moves.filter((m) => picked.every((t, i) => m.path[i] === t));
+  const next = new Set(fits.filter((m) => m.path.length > picked.length).map((m) => m.path[picked.length]));
+  return { fits, next };
+}
+
+function pick(p, token) {
+  const moves = p.board.moves;
+  if (picked.length && token === picked[picked.length - 1]) picked.pop(); // a second click takes it back
+  else if (continuing(moves).next.has(token)) picked.push(token);
+  else if (moves.some((m) => m.path[0] === token)) picked = [token]; // start over from this cell
+  else { say("#play-message", `no move of yours goes through ${token} now`, true); return; }
+  const whole = continuing(moves).fits.find((m) => m.path.length === picked.length);
+  if (whole) { picked = []; send(whole.move); return; }
+  say("#play-message", picked.length ? `picked ${picked.join(" ")}` : "");
+  render();
+}
+
+function renderPieces(p, holder) {
+  const b = p.board;
+  if (p.over) picked = [];
+  const { next } = continuing(b.moves);
+  const cellNames = new Set(b.names.flat());
+  holder.replaceChildren(piecesBoard(b, {
+    game: p.game, next: p.over ? new Set() : next, picked: new Set(picked),
+    onCell: (r, c) => { if (!p.over) pick(p, b.names[r][c]); },
+  }));
+  const words = [...next].filter((t) => !cellNames.has(t));
+  const buttons = words.map((t) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = t;
+    button.dataset.move = t;
+    button.addEventListener("click", () => pick(p, t));
+    return button;
+  });
+  if (picked.length) {
+    const clear = document.createElement("button");
+    clear.type = "button";
+    clear.textContent = "start the move again";
+    clear.addEventListener("click", () => { picked = []; say("#play-message", ""); render(); });
+    buttons.push(clear);
+  }
+  $("#play-extra").replaceChildren(...buttons);
+  $("#play-facts").textContent = (b.facts || []).join(" · ");
 }
 
 async function send(move) {
@@ -125,6 +186,7 @@ async function newGame(event) {
     body.seat = Number($("#play-colour").value);
   }
   selected = null;
+  picked = [];
   const mine = ++latest;
   say("#play-message", info.num_players === 2 && body.seat === 1 ? "the opponent opens…" : "");
   try {

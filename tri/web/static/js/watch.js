@@ -5,7 +5,7 @@
 // seed, the same draws.
 
 import { api } from "./api.js";
-import { drawGhost, gridBoard, shapeSvg, triangleBoard } from "./boards.js";
+import { drawGhost, gridBoard, piecesBoard, shapeSvg, triangleBoard } from "./boards.js";
 import { $, fillPlayers, fmt, gameInfo, say } from "./ui.js";
 
 let panels = []; // {title, frames: [Frame], node}
@@ -50,9 +50,11 @@ function show() {
     n.querySelector(".panel-value").textContent = analysis && analysis.value !== null ? fmt(analysis.value, 3) : "-";
     let text = frame.decision ? `${frame.decision.who} played ${frame.decision.move}` : "start";
     if (pos.over) text += pos.result ? ` — ${pos.result.text}` : " — game over";
+    if (pos.kind === "pieces" && b.facts.length) text += ` (${b.facts.join("; ")})`;
     n.querySelector(".panel-message").textContent = text;
     const heat = analysis ? analysis.heat : null;
-    const board = pos.kind === "triangle" ? triangleBoard(b, { heat }) : gridBoard(b, { game: pos.game, heat });
+    const board = pos.kind === "triangle" ? triangleBoard(b, { heat })
+      : pos.kind === "pieces" ? piecesBoard(b, { game: pos.game, heat }) : gridBoard(b, { game: pos.game, heat });
     if (analysis && pos.kind === "triangle" && analysis.top.length) {
       // The search's first choice, where its shape would go.
       const [s, r, c] = analysis.top[0].move.split(" ").map(Number);
