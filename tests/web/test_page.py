@@ -1,8 +1,7 @@
 """The web page in a real headless Chromium (Playwright driving Debian's ``/usr/bin/chromium``): a
-person's clicks play the triangle puzzle to game over, Connect Four to a result and Santorini and
-Pyrga by their paths of clicks, an illegal
-placement shows the engine's message and the game goes on, the champion is watched move by move
-with its search, and the compare view opens.
+person's clicks play the triangle puzzle to game over, Connect Four to a result, and Santorini and
+Pyrga by their paths of clicks; an illegal placement shows the engine's message and the game goes
+on; the champion is watched move by move with its search; and the compare view opens.
 
 Without Chromium or Playwright the module is skipped, unless ``TRI_REQUIRE_BROWSER`` is set (CI
 sets it, after installing Chromium): then it fails. ``TRI_WEB_SCREENSHOTS=DIR`` saves a
