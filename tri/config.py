@@ -89,9 +89,10 @@ class MctsParams(BaseModel):
                                                                     "noise")
     leaves_per_step: int = Field(1, gt=0, le=65536, description="leaves per tree per network call, kept "
                                                                 "apart by virtual visits: fewer, bigger "
-                                                                "calls, a slightly weaker search; not with "
-                                                                "gumbel; at most 65536 (more only piles "
-                                                                "virtual visits on the same paths)")
+                                                                "calls, a slightly weaker search (gumbel: "
+                                                                "the halving schedule's next root visits, "
+                                                                "pending ones counted); at most 65536 (more "
+                                                                "only piles virtual visits on the same paths)")
     solver: bool = Field(False, description="two-player: prove wins and losses inside the tree "
                                              "(MCTS-Solver): a proven win is taken, proven losses "
                                              "avoided, proven nodes back up their exact value; same "

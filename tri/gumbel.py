@@ -110,16 +110,23 @@ class GumbelRoot:
         wanted = visits == (visits.max(axis=1, keepdims=True) if target is None else target[:, None])
         return np.where(self.legal & wanted, score, -np.inf)
 
-    def next_actions(self, tree, simulation: int) -> np.ndarray:
-        """``[B]``: the root action each tree's ``simulation``-th descent must take."""
-        target = np.array([t[min(simulation, len(t) - 1)] if t else 0 for t in self.table])
-        score = self._score(tree, target)
-        actions = np.argmax(score, axis=1)
-        # Past the schedule, or if no action has the wanted count: the best among the most visited.
-        stuck = ~np.isfinite(score[np.arange(score.shape[0]), actions])
-        if stuck.any():
-            actions[stuck] = np.argmax(self._score(tree, None)[stuck], axis=1)
-        return actions.astype(np.int64)
+    def scores(self, tree) -> np.ndarray:
+        """``[B, A] float64``: ``g + logit + sigma(q)`` of the root's actions (``-inf`` where
+        illegal), from the visits backed up so far; the search's ``_select`` ranks by it."""
+        visits, q = self._root_q(tree)
+        return np.where(self.legal, self.gumbel + self.logits + self._sigma(visits, q), -np.inf)
+
+    def targets(self, simulation: int, leaves: int) -> np.ndarray:
+        """``[B, leaves] int64``: the visit count the root action of each tree's descents
+        ``simulation .. simulation + leaves - 1`` must have (past the schedule: its last entry)."""
+        out = np.zeros((len(self.table), leaves), np.int64)
+        for b, t in enumerate(self.table):
+            if t:
+                end = min(simulation + leaves, len(t))
+                part = t[simulation:end] if simulation < len(t) else ()
+                out[b, :len(part)] = part
+                out[b, len(part):] = t[-1]
+        return out
 
     def result(self, tree) -> tuple[np.ndarray, np.ndarray]:
         """``(action [B], policy [B, A])``: the last action standing, and the improved policy."""

@@ -99,12 +99,11 @@ def search_bytes(batch: int, simulations: int, num_actions: int, state_size: int
                 + (4 + 4) * num_actions  # children int32, prior float32
                 + 4 + 4 + 8 + 4 + 1 + 1 + 4)  # visits, virtual, value_sum, reward, terminal, exact, parent
     per_tree = nodes * per_node + 4 + 8 + 8  # num_nodes, qmin, qmax
-    leaves = 1 if gumbel_actions > 0 else leaves_per_step
+    leaves = leaves_per_step
     # out_leaf int32 and out_kind int8; each new leaf's state, prior float32, legal bool and value
     per_step = batch * leaves * (4 + 1 + 8 * state_size + 5 * num_actions + 8)
     total = batch * per_tree + per_step
     if gumbel_actions > 0:
-
         total += root_bytes(batch, simulations, num_actions, gumbel_actions)
     return total
 
@@ -130,14 +129,17 @@ def _node_value(value_sum, visits, virtual, b, c, virtual_value):
 
 @nb.njit(cache=True, nogil=True)
 def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact, parent, num_nodes,
-            qmin, qmax, c_puct, discount, two_player, solver, leaves, root_action, out_leaf, out_kind,
+            qmin, qmax, c_puct, discount, two_player, solver, leaves, root_score, root_target, out_leaf, out_kind,
             ucb=0.0):
     """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
     ``out_leaf[b, k]`` and its kind to ``out_kind[b, k]``: 0 = a new node to evaluate (already
     linked to its parent), 1 = an existing terminal node (or, with ``solver``, a proven one below the
     root), 2 = nothing (tree full or collision).
     Every node on a selected path gets a virtual visit, undone by :func:`_backup`.
-    ``root_action[b] >= 0`` forces the first descent's action at the root (Gumbel root).
+    Gumbel root: ``root_target[b, k] >= 0`` makes descent ``k`` of tree ``b`` take, at the root,
+    the legal action with the best ``root_score [B, A]`` among those whose visits (virtual ones
+    included, so the leaves of one step spread as sequential halving schedules them) equal the
+    target; if none has, the best among the most visited. ``root_target [B, K]`` is -1 for PUCT.
     ``ucb > 0``: plain UCT instead of PUCT (two-player): an unvisited legal action first (the
     lowest), else the largest ``(1 + Q) / 2 + ucb * sqrt(ln N / n)`` (priors only mark legality)."""
     B, N, A = children.shape
@@ -155,8 +157,8 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
                     break
                 if prior[b, node, 0] == -2.0:  # created this step, not evaluated yet: collision
                     break
-                if node == 0 and k == 0 and root_action[b] >= 0:
-                    best_a = root_action[b]  # Gumbel: the root's schedule decides
+                if node == 0 and root_target[b, k] >= 0:
+                    best_a = _scheduled(children, prior, visits, virtual, root_score, b, root_target[b, k])
                 else:
                     parent_n = visits[b, node] + virtual[b, node] - 1
                     sqrt_n = np.sqrt(max(parent_n, 1))
@@ -215,6 +217,31 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
                 while node >= 0:
                     virtual[b, node] -= 1
                     node = parent[b, node]
+
+
+@nb.njit(cache=True, nogil=True)
+def _scheduled(children, prior, visits, virtual, root_score, b, target):
+    """Sequential halving's root action for tree ``b``: the best ``root_score[b]`` among the legal
+    actions with ``target`` visits (pending ones counted); else the best among the most visited."""
+    A = prior.shape[2]
+    best, best_a, most = -np.inf, -1, -1
+    for a in range(A):
+        if prior[b, 0, a] < 0:
+            continue
+        c = children[b, 0, a]
+        n = visits[b, c] + virtual[b, c] if c >= 0 else 0
+        most = max(most, n)
+        if n == target and root_score[b, a] > best:
+            best, best_a = root_score[b, a], a
+    if best_a < 0:
+        for a in range(A):
+            if prior[b, 0, a] < 0:
+                continue
+            c = children[b, 0, a]
+            n = visits[b, c] + virtual[b, c] if c >= 0 else 0
+            if n == most and root_score[b, a] > best:
+                best, best_a = root_score[b, a], a
+    return best_a
 
 
 @nb.njit(cache=True, nogil=True)
@@ -330,11 +357,9 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
     priors, legal, values = evaluate(roots)
     gumbel = None
     if params.gumbel:
-
         gumbel = GumbelRoot(priors, legal, values, rng, noise=noise, considered=params.gumbel_actions,
                             simulations=sims, c_visit=params.gumbel_c_visit, c_scale=params.gumbel_c_scale,
                             two_player=two_player, discount=params.discount)
-        leaves = 1  # sequential halving schedules one root visit per tree per step
     elif noise and params.dirichlet_fraction > 0:
         eps = params.dirichlet_fraction
         priors = (1 - eps) * priors + eps * _dirichlet(rng, legal, params.dirichlet_alpha)
@@ -347,13 +372,15 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
 
     out_leaf = np.empty((batch, leaves), np.int32)
     out_kind = np.empty((batch, leaves), np.int8)
-    no_root_action = np.full(batch, -1, np.int64)
+    root_score = np.zeros((batch, game.num_actions))
+    root_target = np.full((batch, leaves), -1, np.int64)
     done = 0
     while done < sims:
-        root_action = gumbel.next_actions(tree, done) if gumbel is not None else no_root_action
+        if gumbel is not None:
+            root_score, root_target = gumbel.scores(tree), gumbel.targets(done, leaves)
         _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
                 tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, params.c_puct,
-                params.discount, two_player, solver, leaves, root_action, out_leaf, out_kind, ucb)
+                params.discount, two_player, solver, leaves, root_score, root_target, out_leaf, out_kind, ucb)
         done += leaves
         new_b, new_k = np.nonzero(out_kind == 0)
         term_b, term_k = np.nonzero(out_kind == 1)

@@ -22,15 +22,33 @@ def test_schedule_halves_the_considered_actions():
     assert considered_visits(1, 5) == (0, 1, 2, 3, 4)  # one action: it takes every visit
 
 
-def test_select_takes_the_forced_root_action():
+def _select_root(tree, score, target):
+    k = len(target)
+    out_leaf, out_kind = np.empty((1, k), np.int32), np.empty((1, k), np.int8)
+    _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
+            tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, 1.0, 1.0, False, False, k,
+            np.array([score], float), np.array([target], np.int64), out_leaf, out_kind)
+    return out_leaf[0], out_kind[0]
+
+
+def test_select_takes_the_scheduled_root_action():
     tree = Tree.empty(1, 4, 2, 3)
     tree.prior[0, 0] = [0.9, 0.05, 0.05]  # PUCT alone would pick action 0
     tree.visits[0, 0] = 1
-    out_leaf, out_kind = np.empty((1, 1), np.int32), np.empty((1, 1), np.int8)
-    _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
-            tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, 1.0, 1.0, False, False, 1, np.array([2]),
-            out_leaf, out_kind)
-    assert out_kind[0, 0] == 0 and tree.children[0, 0].tolist() == [-1, -1, 1]
+    leaf, kind = _select_root(tree, [0.0, 1.0, 2.0], [0])  # the best score among the unvisited
+    assert kind[0] == 0 and tree.children[0, 0].tolist() == [-1, -1, 1]
+
+
+def test_several_leaves_spread_over_the_schedule():
+    """Four leaves in one step, schedule (0, 0, 0, 1): the pending visits count, so the first
+    three take the three actions by score and the fourth the best again (it has 1 now)."""
+    tree = Tree.empty(1, 8, 2, 3)
+    tree.prior[0, 0] = [0.9, 0.05, 0.05]
+    tree.visits[0, 0] = 1
+    leaf, kind = _select_root(tree, [0.0, 2.0, 1.0], [0, 0, 0, 1])
+    assert kind.tolist() == [0, 0, 0, 2]  # the fourth meets the pending leaf under action 1
+    assert tree.children[0, 0].tolist() == [3, 1, 2]
+    assert tree.virtual[0, 0] == 3 and tree.virtual[0, 1:4].tolist() == [1, 1, 1]
 
 
 def _games():
@@ -39,11 +57,14 @@ def _games():
     return [(triangle, triangle.initial(np.arange(6))), (ttt, ttt.initial(np.arange(3)))]
 
 
+@pytest.mark.parametrize("leaves", [1, 4])
 @pytest.mark.parametrize("which", [0, 1])
-def test_gumbel_search_spends_its_budget_by_halving(which):
+def test_gumbel_search_spends_its_budget_by_halving(which, leaves):
+    """The same schedule whether the tree takes one leaf per network call or four (virtual
+    visits: the pending ones count towards the schedule's visit counts)."""
     game, roots = _games()[which]
     evaluate = hash_evaluator(game, (0.0, 5.0) if game.num_players == 1 else (-1.0, 1.0))
-    params = MctsParams(gumbel=True, gumbel_actions=4, simulations=16)
+    params = MctsParams(gumbel=True, gumbel_actions=4, simulations=16, leaves_per_step=leaves)
     result = search(game, evaluate, roots, params, np.random.default_rng(3), noise=True)
     legal = game.legal(roots)
     assert (result.visits.sum(axis=1) == 16).all()

@@ -48,12 +48,13 @@ def set_root(tree: Tree, prior: list[float], visits: int, value_sum: float) -> N
 
 
 def select(tree: Tree, *, c_puct: float, discount: float = 1.0, two_player: bool = False,
-           leaves: int = 1, root_action: int = -1) -> tuple[np.ndarray, np.ndarray]:
+           leaves: int = 1) -> tuple[np.ndarray, np.ndarray]:
     out_leaf = np.empty((1, leaves), np.int32)
     out_kind = np.empty((1, leaves), np.int8)
+    no_gumbel = np.full((1, leaves), -1, np.int64)  # PUCT at the root too
     _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
             tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, c_puct, discount,
-            two_player, False, leaves, np.array([root_action], np.int64), out_leaf, out_kind)
+            two_player, False, leaves, np.zeros((1, tree.prior.shape[2])), no_gumbel, out_leaf, out_kind)
     return out_leaf[0], out_kind[0]
 
 

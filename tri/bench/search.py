@@ -1,15 +1,19 @@
-"""``tri bench search``: how close self-play comes to the network's own speed.
+"""``tri bench search``: how close self-play comes to the network's own speed, for the recipe in
+the params (the shipped one by default) and for its other root selection (PUCT with root noise
+beside Gumbel, or Gumbel beside PUCT), each measured in the same run.
 
-Figures (medians over ``repeats``; torch on one thread, as in a self-play worker; the network on
-the device ``TRI_DEVICE`` resolves to, named in the report):
+Figures per root selection (medians over ``repeats``; torch on one thread, as in a self-play
+worker; the network on the device ``TRI_DEVICE`` resolves to, named in the report):
 
-- self-play: simulations per second and positions per second of the search with the default
+- self-play: simulations per second and positions per second of the search with the params'
   ``mcts`` and network, ``selfplay.concurrent`` games in flight (the batch of every network call);
 - network only: forward evaluations per second of the same network at the same batch size, on
-  positions from those games;
-- the share of self-play time spent outside the network: ``1 - sims/s / evals/s``;
-- one move at 2,048 simulations for a single game (``--leaves`` leaves per network call, with
-  virtual visits), beside alphatriangle 1.0.0's 36 s per move measured on this machine.
+  positions from those games: the limit self-play would reach if nothing else took time;
+- self-play's share of that limit, ``sims/s / evals/s``, and the rest, the share of self-play
+  time spent outside the network;
+- one move at 2,048 simulations for a single game (``--leaves`` leaves per network call, kept
+  apart by virtual visits; Gumbel's sequential halving counts the pending ones), beside
+  alphatriangle 1.0.0's 36 s per move measured on this machine.
 """
 
 from __future__ import annotations
@@ -33,11 +37,14 @@ ALPHATRIANGLE_SECONDS = 36.0  # alphatriangle 1.0.0, default search, per move (3
 
 @dataclass(frozen=True)
 class SearchBench:
+    root: str  # "gumbel" or "puct"
+    shipped: bool  # the params' own root selection (else the other one, for comparison)
     batch: int
     simulations: int
     sims_per_second: float
     positions_per_second: float
     net_evals_per_second: float
+    network_speed_share: float
     outside_network_share: float
     move_2048_seconds: float
     move_2048_leaves: int
@@ -45,20 +52,25 @@ class SearchBench:
     speedup_vs_alphatriangle: float
     device: str
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+
+def to_json(benches: list[SearchBench]) -> str:
+    return json.dumps([asdict(b) for b in benches], indent=2)
 
 
 def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 16, seed: int = 0,
-        runtime: Runtime | None = None) -> SearchBench:
-    """Measure; ``moves`` self-play moves (for every game in the batch) per repeat, on the device
-    ``runtime.device`` resolves to (default: ``TRI_DEVICE``)."""
+        runtime: Runtime | None = None) -> list[SearchBench]:
+    """Measure the params' root selection, then the other; ``moves`` self-play moves (for every
+    game in the batch) per repeat, on the device ``runtime.device`` resolves to (default:
+    ``TRI_DEVICE``)."""
     device = resolve_device((runtime or Runtime()).device)
+    other = params.model_copy(update={"mcts": params.mcts.model_copy(update={"gumbel": not params.mcts.gumbel})})
     with torch_threads():
-        return _measure(params, device, repeats=repeats, moves=moves, leaves=leaves, seed=seed)
+        return [_measure(p, device, shipped=p is params, repeats=repeats, moves=moves, leaves=leaves, seed=seed)
+                for p in (params, other)]
 
 
-def _measure(params: Params, device: str, *, repeats: int, moves: int, leaves: int, seed: int) -> SearchBench:
+def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves: int, leaves: int,
+             seed: int) -> SearchBench:
     import torch
 
     game = make_game(params.game)
@@ -95,8 +107,7 @@ def _measure(params: Params, device: str, *, repeats: int, moves: int, leaves: i
                 calls += 1
             net_rates.append(calls * batch / (time.perf_counter() - start))
 
-    one = dict(params.mcts.model_dump(), leaves_per_step=leaves)
-    mcts_one = type(params.mcts)(**one)
+    mcts_one = params.mcts.model_copy(update={"leaves_per_step": leaves})
     root = game.initial(np.array([seed]))
     search(game, evaluate, root, mcts_one, rng, simulations=2048)  # warm up
     times = []
@@ -105,33 +116,42 @@ def _measure(params: Params, device: str, *, repeats: int, moves: int, leaves: i
         search(game, evaluate, root, mcts_one, rng, simulations=2048)
         times.append(time.perf_counter() - start)
     sims_rate, net_rate, move = statistics.median(rates), statistics.median(net_rates), statistics.median(times)
-    return SearchBench(batch=batch, simulations=sims, sims_per_second=sims_rate,
+    return SearchBench(root="gumbel" if params.mcts.gumbel else "puct", shipped=shipped, batch=batch,
+                       simulations=sims, sims_per_second=sims_rate,
                        positions_per_second=statistics.median(pos_rates), net_evals_per_second=net_rate,
-                       outside_network_share=1 - sims_rate / net_rate, move_2048_seconds=move,
-                       move_2048_leaves=leaves, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
+                       network_speed_share=sims_rate / net_rate, outside_network_share=1 - sims_rate / net_rate,
+                       move_2048_seconds=move, move_2048_leaves=leaves, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
                        speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, device=device)
 
 
-def print_report(bench: SearchBench, *, as_json: bool = False) -> None:
+def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
     if as_json:
-        print(bench.to_json())
+        print(to_json(benches))
         return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"tri bench search on {bench.device} (medians; batch {bench.batch}, "
-                        f"{bench.simulations} simulations per move, torch on 1 thread)", title_justify="left")
-    for col, justify in (("figure", "left"), ("value", "right"), ("target", "left")):
-        table.add_column(col, justify=justify)
-    table.add_row("self-play simulations/s", f"{bench.sims_per_second:,.0f}", "")
-    table.add_row("self-play positions/s", f"{bench.positions_per_second:,.1f}", "")
-    table.add_row("network-only evaluations/s (same batch)", f"{bench.net_evals_per_second:,.0f}", "")
-    table.add_row("time outside the network", f"{bench.outside_network_share:.1%}", "<= 30%")
-    table.add_row(f"one move, 2,048 simulations ({bench.move_2048_leaves} leaves per call)",
-                  f"{bench.move_2048_seconds:.3f} s", "")
-    table.add_row(f"  vs alphatriangle 1.0.0 ({bench.alphatriangle_seconds:.0f} s per move)",
-                  f"{bench.speedup_vs_alphatriangle:.0f}x faster", ">= 50x")
+    first = benches[0]
+    table = Table(title=f"tri bench search on {first.device} (medians; batch {first.batch}, "
+                        f"{first.simulations} simulations per move, torch on 1 thread)", title_justify="left")
+    table.add_column("figure", justify="left")
+    for b in benches:
+        table.add_column(f"{b.root}{' (the params)' if b.shipped else ''}", justify="right")
+    table.add_column("target", justify="left")
+    rows = [
+        ("self-play simulations/s", lambda b: f"{b.sims_per_second:,.0f}", ""),
+        ("self-play positions/s", lambda b: f"{b.positions_per_second:,.1f}", ""),
+        ("network-only evaluations/s (same batch)", lambda b: f"{b.net_evals_per_second:,.0f}", ""),
+        ("self-play / network-only", lambda b: f"{b.network_speed_share:.1%}", ">= 90%"),
+        ("time outside the network", lambda b: f"{b.outside_network_share:.1%}", "<= 10%"),
+        (f"one move, 2,048 simulations ({first.move_2048_leaves} leaves per call)",
+         lambda b: f"{b.move_2048_seconds:.3f} s", ""),
+        (f"  vs alphatriangle 1.0.0 ({first.alphatriangle_seconds:.0f} s per move)",
+         lambda b: f"{b.speedup_vs_alphatriangle:.0f}x faster", ">= 100x"),
+    ]
+    for label, cell, target in rows:
+        table.add_row(label, *(cell(b) for b in benches), target)
     console = Console()
     if not console.is_terminal:
-        console.width = 110
+        console.width = 120
     console.print(table)

@@ -46,7 +46,7 @@ def bench_engine(as_json: bool, repeats: int, seconds: float, seed: int, params_
 def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, seed: int,
                  params_path: Path | None) -> None:
     """Self-play simulations/s against network-only evaluations/s at the same batch, and one
-    2,048-simulation move."""
+    2,048-simulation move, for the params' root selection and the other (Gumbel and PUCT)."""
 
     search.print_report(search.run(load_params(params_path), repeats=repeats, moves=moves, leaves=leaves, seed=seed),
                  as_json=as_json)

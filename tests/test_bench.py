@@ -1,0 +1,30 @@
+"""``tri bench search`` on a tiny network: both root selections measured in one run, the params'
+own first, with figures that hold together (the share outside the network is the rest of the
+network's speed; a 2,048-simulation move is timed for each)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from tri.cli import main
+
+TINY = "net: {channels: 8, blocks: 1, value_hidden: 8}\nmcts: {simulations: 4}\nselfplay: {concurrent: 4}\n"
+
+
+def test_bench_search_reports_both_root_selections(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text(TINY)
+    args = ["bench", "search", "--params", str(params), "--repeats", "1", "--moves", "2", "--leaves", "4"]
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    benches = json.loads(result.output)
+    assert [(b["root"], b["shipped"]) for b in benches] == [("gumbel", True), ("puct", False)]
+    for b in benches:
+        assert b["batch"] == 4 and b["simulations"] == 4 and b["move_2048_leaves"] == 4
+        assert b["sims_per_second"] > 0 and b["net_evals_per_second"] > 0
+        assert abs(b["network_speed_share"] + b["outside_network_share"] - 1) < 1e-9
+        assert b["speedup_vs_alphatriangle"] == b["alphatriangle_seconds"] / b["move_2048_seconds"]
+    table = CliRunner().invoke(main, args)
+    assert table.exit_code == 0 and "gumbel (the params)" in table.output and "puct" in table.output
