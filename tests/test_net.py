@@ -420,3 +420,44 @@ def test_cli_init_writes_a_generation_zero_checkpoint(tmp_path, monkeypatch):
     bad = runner.invoke(cli, ["init", "--game", "connect4", "--out", "x.pt"])
     assert bad.exit_code == 1 and bad.stderr.startswith("error: ")
     assert not (tmp_path / "x.pt").exists()
+
+
+@pytest.mark.parametrize("name", ["triangle", "connect4", "santorini", "pyrga"])
+def test_inference_net_computes_what_the_model_does(name):
+    """Self-play's snapshot (BatchNorm folded into the convolutions, channels-last weights) gives
+    the model's policy logits and values up to float rounding, for random weights and BatchNorm
+    statistics (a trained network's, not the initial zero heads), on a batch and on one
+    position; and training the model afterwards leaves the snapshot as it was."""
+    from tri.config import recipe_params
+    from tri.net import InferenceNet
+
+    params = recipe_params(name)
+    game = make_game(params.game)
+    torch.manual_seed(0)
+    model = build_model(game, NetParams(channels=16, blocks=2, value_hidden=16))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.uniform_(-0.3, 0.3)
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+    model.eval()
+    fast = InferenceNet(model)
+    states = game.initial(np.arange(9))
+    for x in (torch.from_numpy(game.encode(states)), torch.from_numpy(game.encode(states[:1]))):
+        with torch.inference_mode():
+            (pa, va), (pb, vb) = model(x), fast(x)
+            assert pa.abs().max() > 0.1  # not the zero heads of an initial network
+            torch.testing.assert_close(pb, pa, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(fast.value(vb), model.value(va), rtol=1e-5, atol=1e-4)
+    a = make_evaluator(model, game)(states)
+    b = make_evaluator(model, game, fast=True)(states)
+    np.testing.assert_allclose(b[0], a[0], rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(b[1], a[1])
+    np.testing.assert_allclose(b[2], a[2], rtol=1e-4, atol=1e-4)
+    before = [t.clone() for t in fast.state_dict().values()]
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)
+    assert all(torch.equal(t, u) for t, u in zip(before, fast.state_dict().values()))

@@ -22,6 +22,7 @@ the network: the game and its config, the network config, generation and provena
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -128,6 +129,46 @@ class PolicyValueNet(nn.Module):
             return value_out
         expected = (torch.softmax(value_out, dim=1) * self.support).sum(dim=1)
         return h_inv(expected, self.params.support_eps)
+
+
+class InferenceNet(nn.Module):
+    """A search-only snapshot of a :class:`PolicyValueNet`: each BatchNorm folded into the
+    convolution before it (its running statistics and affine become the convolution's weight
+    and bias), weights in channels-last layout, and one plain forward with no module call per
+    layer. The same ``forward``/``value`` as the model up to float rounding (about 1e-7 on the
+    outputs: the folded weights round differently), and faster on a CPU (``tri bench search``
+    measures both at the same batch). A snapshot: training the model afterwards does not change
+    it. Self-play's searches use it (:func:`make_evaluator` with ``fast=True``); the arena's
+    and the players' use the model itself, so a model card's figures replay bit for bit."""
+
+    def __init__(self, model: PolicyValueNet):
+        super().__init__()
+        from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+        model = model.eval()
+        self.num_players, self.params = model.num_players, model.params
+        self.stem = fuse_conv_bn_eval(model.stem[0], model.stem[1])
+        self.blocks = nn.ModuleList(nn.ModuleList([fuse_conv_bn_eval(b.conv1, b.bn1), fuse_conv_bn_eval(b.conv2, b.bn2)])
+                                    for b in model.trunk)
+        self.policy_conv = fuse_conv_bn_eval(model.policy_head[0], model.policy_head[1])
+        self.policy_out = copy.deepcopy(model.policy_head[4])
+        self.value_conv = fuse_conv_bn_eval(model.value_head[0], model.value_head[1])
+        self.value_hidden, self.value_out = copy.deepcopy(model.value_head[4]), copy.deepcopy(model.value_head[6])
+        self.register_buffer("support", model.support.clone(), persistent=False)
+        self.to(memory_format=torch.channels_last)
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = x.contiguous(memory_format=torch.channels_last)
+        z = F.relu_(self.stem(x))  # in place: each activation is a fresh tensor nothing else holds
+        for conv1, conv2 in self.blocks:
+            y = conv2(F.relu_(conv1(z)))
+            z = F.relu_(y.add_(z))
+        policy = self.policy_out(F.relu_(self.policy_conv(z)).flatten(1))
+        v = self.value_out(F.relu_(self.value_hidden(F.relu_(self.value_conv(z)).flatten(1))))
+        return policy, (v if self.num_players == 1 else torch.tanh(v[:, 0]))
+
+    value = PolicyValueNet.value
 
 
 def masked_policy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
@@ -287,12 +328,15 @@ def check_game(path: Path | str, name: str, config: dict[str, Any], game) -> Non
         raise TriError(f"checkpoint {path}: it is for a different {name} configuration than params.yaml")
 
 
-def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu"):
+def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu", *, fast: bool = False):
     """The search's ``evaluate(states [M, L]) -> (priors [M, A], legal [M, A], values [M])``:
     encode, one forward pass in inference mode on ``device`` (the model is moved there), masked
     softmax, decoded values. Whatever the device, the arrays come back as numpy on the CPU
-    (float32 priors and values), where the search runs."""
+    (float32 priors and values), where the search runs. ``fast``: through an
+    :class:`InferenceNet` snapshot of the model (self-play), not the model itself."""
     model = model.to(device).eval()
+    if fast:
+        model = InferenceNet(model).to(device)
 
     def evaluate(states):
         legal = game.legal(states)

@@ -6,9 +6,12 @@ Figures per root selection (medians over ``repeats``; torch on one thread, as in
 worker; the network on the device ``TRI_DEVICE`` resolves to, named in the report):
 
 - self-play: simulations per second and positions per second of the search with the params'
-  ``mcts`` and network, ``selfplay.concurrent`` games in flight (the batch of every network call);
-- network only: forward evaluations per second of the same network at the same batch size, on
-  positions from those games: the limit self-play would reach if nothing else took time;
+  ``mcts`` and network, ``selfplay.concurrent`` games in flight (the batch of every network call),
+  through self-play's :class:`~tri.net.InferenceNet` snapshot, and, on the same seeds in turns,
+  through the eager model as before it (the old path): their ratio is the speed-up;
+- network only: forward evaluations per second of the snapshot and of the eager model at the
+  same batch size, on positions from those games, in turns: the snapshot's is the limit self-play
+  would reach if nothing else took time;
 - self-play's share of that limit, ``sims/s / evals/s``, and the rest, the share of self-play
   time spent outside the network;
 - one move at 2,048 simulations for a single game (``--leaves`` leaves per network call, kept
@@ -29,7 +32,7 @@ from tri.agents import MctsAgent
 from tri.config import Params, Runtime
 from tri.device import resolve_device, synchronize, torch_threads
 from tri.games import make_game
-from tri.net import build_model, make_evaluator
+from tri.net import InferenceNet, build_model, make_evaluator
 from tri.search import search
 
 ALPHATRIANGLE_SECONDS = 36.0  # alphatriangle 1.0.0, default search, per move (36-45 s here)
@@ -43,7 +46,10 @@ class SearchBench:
     simulations: int
     sims_per_second: float
     positions_per_second: float
+    eager_positions_per_second: float
+    speedup_vs_eager: float
     net_evals_per_second: float
+    eager_net_evals_per_second: float
     network_speed_share: float
     outside_network_share: float
     move_2048_seconds: float
@@ -75,37 +81,46 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
 
     game = make_game(params.game)
     model = build_model(game, params.net).eval()
-    evaluate = make_evaluator(model, game, device)  # moves the model to the device
+    evaluators = {"fast": make_evaluator(model, game, device, fast=True),  # moves the model to the device
+                  "eager": make_evaluator(model, game, device)}
+    nets = {"fast": InferenceNet(model).to(device), "eager": model}
     batch, sims = params.selfplay.concurrent, params.mcts.simulations
     rng = np.random.default_rng(seed)
+    agents = {k: MctsAgent(game, e, params.mcts, rng, noise=True, temperature=1.0, temperature_moves=10**9)
+              for k, e in evaluators.items()}
     states = game.initial(np.arange(seed, seed + batch))
-    agent = MctsAgent(game, evaluate, params.mcts, rng, noise=True, temperature=1.0, temperature_moves=10**9)
-    agent.act(states, np.zeros(batch, np.int64))  # compile and warm up
+    for agent in agents.values():
+        agent.act(states, np.zeros(batch, np.int64))  # compile and warm up
 
-    rates, pos_rates, net_rates = [], [], []
+    rates = {k: [] for k in agents}
+    pos_rates = {k: [] for k in agents}
+    net_rates = {k: [] for k in nets}
     for r in range(repeats):
-        states = game.initial(np.arange(seed + r * batch, seed + (r + 1) * batch))
-        positions, start = 0, time.perf_counter()
-        for m in range(moves):
-            live = np.flatnonzero(~game.terminal(states))
-            if not live.size:
-                break
-            decision = agent.act(states[live], np.full(live.size, m))
-            states[live] = game.step(states[live], decision.actions).states
-            positions += live.size
-        elapsed = time.perf_counter() - start
-        rates.append(positions * sims / elapsed)
-        pos_rates.append(positions / elapsed)
+        for kind, agent in agents.items():  # the same seeds each way, in turns
+            states = game.initial(np.arange(seed + r * batch, seed + (r + 1) * batch))
+            positions, start = 0, time.perf_counter()
+            for m in range(moves):
+                live = np.flatnonzero(~game.terminal(states))
+                if not live.size:
+                    break
+                decision = agent.act(states[live], np.full(live.size, m))
+                states[live] = game.step(states[live], decision.actions).states
+                positions += live.size
+            elapsed = time.perf_counter() - start
+            rates[kind].append(positions * sims / elapsed)
+            pos_rates[kind].append(positions / elapsed)
         x = torch.from_numpy(game.encode(states)).to(device)
         with torch.inference_mode():
-            model(x)
-            synchronize(device)
-            calls, start = 0, time.perf_counter()
-            while time.perf_counter() - start < 1.0:
-                model(x)
-                synchronize(device)  # each call waited for, as the search waits for its results
-                calls += 1
-            net_rates.append(calls * batch / (time.perf_counter() - start))
+            for kind, net in nets.items():
+                net(x)
+                synchronize(device)
+                calls, start = 0, time.perf_counter()
+                while time.perf_counter() - start < 1.0:
+                    net(x)
+                    synchronize(device)  # each call waited for, as the search waits for its results
+                    calls += 1
+                net_rates[kind].append(calls * batch / (time.perf_counter() - start))
+    evaluate = evaluators["fast"]
 
     mcts_one = params.mcts.model_copy(update={"leaves_per_step": leaves})
     root = game.initial(np.array([seed]))
@@ -115,10 +130,13 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
         start = time.perf_counter()
         search(game, evaluate, root, mcts_one, rng, simulations=2048)
         times.append(time.perf_counter() - start)
-    sims_rate, net_rate, move = statistics.median(rates), statistics.median(net_rates), statistics.median(times)
+    med = statistics.median
+    sims_rate, net_rate, move = med(rates["fast"]), med(net_rates["fast"]), med(times)
     return SearchBench(root="gumbel" if params.mcts.gumbel else "puct", shipped=shipped, batch=batch,
-                       simulations=sims, sims_per_second=sims_rate,
-                       positions_per_second=statistics.median(pos_rates), net_evals_per_second=net_rate,
+                       simulations=sims, sims_per_second=sims_rate, positions_per_second=med(pos_rates["fast"]),
+                       eager_positions_per_second=med(pos_rates["eager"]),
+                       speedup_vs_eager=med(pos_rates["fast"]) / med(pos_rates["eager"]),
+                       net_evals_per_second=net_rate, eager_net_evals_per_second=med(net_rates["eager"]),
                        network_speed_share=sims_rate / net_rate, outside_network_share=1 - sims_rate / net_rate,
                        move_2048_seconds=move, move_2048_leaves=leaves, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
                        speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, device=device)
@@ -141,7 +159,10 @@ def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
     rows = [
         ("self-play simulations/s", lambda b: f"{b.sims_per_second:,.0f}", ""),
         ("self-play positions/s", lambda b: f"{b.positions_per_second:,.1f}", ""),
+        ("  through the eager model (the old path)", lambda b: f"{b.eager_positions_per_second:,.1f}", ""),
+        ("  speed-up", lambda b: f"{b.speedup_vs_eager:.2f}x", ">= 1.5x"),
         ("network-only evaluations/s (same batch)", lambda b: f"{b.net_evals_per_second:,.0f}", ""),
+        ("  the eager model", lambda b: f"{b.eager_net_evals_per_second:,.0f}", ""),
         ("self-play / network-only", lambda b: f"{b.network_speed_share:.1%}", ">= 90%"),
         ("time outside the network", lambda b: f"{b.outside_network_share:.1%}", "<= 10%"),
         (f"one move, 2,048 simulations ({first.move_2048_leaves} leaves per call)",
