@@ -48,11 +48,12 @@ _TABLE_BUILD_BYTES = 24
 
 def root_bytes(batch: int, simulations: int, num_actions: int, considered: int) -> int:
     """Bytes of one search's :class:`GumbelRoot` over ``batch`` roots: its ``[B, A]`` arrays
-    (logits and noise float64, legal, a dozen float64 temporaries per step) and its
-    :func:`considered_visits` schedules, ``simulations`` entries each, one per distinct number
-    of considered actions (at most ``min(batch, considered, num_actions)``; cached)."""
+    (logits, noise, their sum and the prior float64, legal, a dozen float64 temporaries per
+    step), its ``[B, simulations]`` int64 schedule, and the :func:`considered_visits` tuples it
+    is made from, ``simulations`` entries each, one per distinct number of considered actions (at
+    most ``min(batch, considered, num_actions)``; cached)."""
     tables = min(batch, considered, num_actions)
-    arrays = batch * num_actions * (8 + 8 + 1 + 12 * 8)
+    arrays = batch * num_actions * (4 * 8 + 1 + 12 * 8) + batch * simulations * 8
     return arrays + simulations * (tables * _TABLE_ENTRY_BYTES + _TABLE_BUILD_BYTES)
 
 
@@ -65,11 +66,19 @@ class GumbelRoot:
         self.legal = legal
         self.logits = np.where(legal, np.log(np.maximum(priors, 1e-12)), -np.inf)
         self.gumbel = rng.gumbel(size=legal.shape) if noise else np.zeros(legal.shape)
+        # Fixed for the whole search, so computed once (the same arithmetic as per step):
+        self.noisy_logits = self.gumbel + self.logits  # g + logit, the first terms of every score
+        probs = np.exp(self.logits - self.logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        self.probs = probs  # the prior, completing q
         self.root_value = values.astype(np.float64)
         self.c_visit, self.c_scale = c_visit, c_scale
         self.two_player, self.discount = two_player, discount
         m = np.minimum(legal.sum(axis=1), considered)
         self.table = [considered_visits(int(k), simulations) for k in m]
+        # [B, simulations]: the schedules as one array, for targets() to slice
+        self.schedule = np.array([t if t else (0,) * simulations for t in self.table], np.int64).reshape(
+            len(self.table), simulations)
 
     def _root_q(self, tree) -> tuple[np.ndarray, np.ndarray]:
         """``(visits [B, A], normalised completed q [B, A])`` of the root's children."""
@@ -83,8 +92,7 @@ class GumbelRoot:
         visited = visits > 0
         # Completed q: unvisited actions get the mixed value (network value and visited q's,
         # weighted by the prior), as in mctx.
-        probs = np.exp(self.logits - self.logits.max(axis=1, keepdims=True))
-        probs /= probs.sum(axis=1, keepdims=True)
+        probs = self.probs
         weight = (probs * visited).sum(axis=1)
         weighted_q = np.divide((probs * np.where(visited, q, 0)).sum(axis=1), weight,
                                out=np.zeros(weight.shape), where=weight > 0)
@@ -106,7 +114,7 @@ class GumbelRoot:
 
     def _score(self, tree, target: np.ndarray | None) -> np.ndarray:
         visits, q = self._root_q(tree)
-        score = self.gumbel + self.logits + self._sigma(visits, q)
+        score = self.noisy_logits + self._sigma(visits, q)
         wanted = visits == (visits.max(axis=1, keepdims=True) if target is None else target[:, None])
         return np.where(self.legal & wanted, score, -np.inf)
 
@@ -114,19 +122,13 @@ class GumbelRoot:
         """``[B, A] float64``: ``g + logit + sigma(q)`` of the root's actions (``-inf`` where
         illegal), from the visits backed up so far; the search's ``_select`` ranks by it."""
         visits, q = self._root_q(tree)
-        return np.where(self.legal, self.gumbel + self.logits + self._sigma(visits, q), -np.inf)
+        return np.where(self.legal, self.noisy_logits + self._sigma(visits, q), -np.inf)
 
     def targets(self, simulation: int, leaves: int) -> np.ndarray:
         """``[B, leaves] int64``: the visit count the root action of each tree's descents
         ``simulation .. simulation + leaves - 1`` must have (past the schedule: its last entry)."""
-        out = np.zeros((len(self.table), leaves), np.int64)
-        for b, t in enumerate(self.table):
-            if t:
-                end = min(simulation + leaves, len(t))
-                part = t[simulation:end] if simulation < len(t) else ()
-                out[b, :len(part)] = part
-                out[b, len(part):] = t[-1]
-        return out
+        steps = np.minimum(np.arange(simulation, simulation + leaves), self.schedule.shape[1] - 1)
+        return self.schedule[:, steps] if self.schedule.shape[1] else np.zeros((len(self.table), leaves), np.int64)
 
     def result(self, tree) -> tuple[np.ndarray, np.ndarray]:
         """``(action [B], policy [B, A])``: the last action standing, and the improved policy."""
