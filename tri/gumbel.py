@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import numba as nb
 import numpy as np
 
 
@@ -138,3 +139,30 @@ class GumbelRoot:
         policy = np.exp(logits - logits.max(axis=1, keepdims=True))
         policy /= policy.sum(axis=1, keepdims=True)
         return action, policy.astype(np.float32)
+
+
+@nb.njit(cache=True, nogil=True)
+def scheduled_action(children, prior, visits, virtual, root_score, b, target):
+    """Sequential halving's root action for tree ``b`` of the search's arrays (``children`` and
+    ``prior [B, N, A]``, ``visits`` and ``virtual [B, N]``): the best ``root_score [B, A]`` among
+    the legal actions with ``target`` visits (pending ones counted); else the best among the most
+    visited. Called by the search's selection (:func:`tri.search._select`)."""
+    A = prior.shape[2]
+    best, best_a, most = -np.inf, -1, -1
+    for a in range(A):
+        if prior[b, 0, a] < 0:
+            continue
+        c = children[b, 0, a]
+        n = visits[b, c] + virtual[b, c] if c >= 0 else 0
+        most = max(most, n)
+        if n == target and root_score[b, a] > best:
+            best, best_a = root_score[b, a], a
+    if best_a < 0:
+        for a in range(A):
+            if prior[b, 0, a] < 0:
+                continue
+            c = children[b, 0, a]
+            n = visits[b, c] + virtual[b, c] if c >= 0 else 0
+            if n == most and root_score[b, a] > best:
+                best, best_a = root_score[b, a], a
+    return best_a

@@ -40,7 +40,7 @@ import numba as nb
 import numpy as np
 from tri.config import MctsParams
 from tri.games.base import Game
-from tri.gumbel import GumbelRoot, root_bytes
+from tri.gumbel import GumbelRoot, root_bytes, scheduled_action
 
 UNKNOWN = 2  # Tree.exact: no proven value yet
 
@@ -158,7 +158,7 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
                 if prior[b, node, 0] == -2.0:  # created this step, not evaluated yet: collision
                     break
                 if node == 0 and root_target[b, k] >= 0:
-                    best_a = _scheduled(children, prior, visits, virtual, root_score, b, root_target[b, k])
+                    best_a = scheduled_action(children, prior, visits, virtual, root_score, b, root_target[b, k])
                 else:
                     parent_n = visits[b, node] + virtual[b, node] - 1
                     sqrt_n = np.sqrt(max(parent_n, 1))
@@ -217,31 +217,6 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
                 while node >= 0:
                     virtual[b, node] -= 1
                     node = parent[b, node]
-
-
-@nb.njit(cache=True, nogil=True)
-def _scheduled(children, prior, visits, virtual, root_score, b, target):
-    """Sequential halving's root action for tree ``b``: the best ``root_score[b]`` among the legal
-    actions with ``target`` visits (pending ones counted); else the best among the most visited."""
-    A = prior.shape[2]
-    best, best_a, most = -np.inf, -1, -1
-    for a in range(A):
-        if prior[b, 0, a] < 0:
-            continue
-        c = children[b, 0, a]
-        n = visits[b, c] + virtual[b, c] if c >= 0 else 0
-        most = max(most, n)
-        if n == target and root_score[b, a] > best:
-            best, best_a = root_score[b, a], a
-    if best_a < 0:
-        for a in range(A):
-            if prior[b, 0, a] < 0:
-                continue
-            c = children[b, 0, a]
-            n = visits[b, c] + virtual[b, c] if c >= 0 else 0
-            if n == most and root_score[b, a] > best:
-                best, best_a = root_score[b, a], a
-    return best_a
 
 
 @nb.njit(cache=True, nogil=True)

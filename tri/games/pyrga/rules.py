@@ -71,13 +71,14 @@ def direction_map(cells: np.ndarray, size: int = SIZE) -> np.ndarray:
     return out
 
 
-# The recipe to start from, NOT yet measured (Pyrga's first learning run is issue 20's next step):
-# params.yaml sections over the embedded defaults.
-# The Connect Four recipe's shape (PUCT with root noise, gated) at Pyrga's length (at most 30
-# placements) and branching (up to 96 actions; alpha for about 30 legal moves).
+# The recipe: params.yaml sections over the embedded defaults. The Connect Four recipe's shape
+# (PUCT with root noise) at Pyrga's length (at most 30 placements) and branching (up to 96
+# actions; alpha for about 30 legal moves), and, as Gobang's, no gating: every candidate is
+# promoted and the arena only measures it against the previous network. Measured: README,
+# "Learning runs".
 PYRGA_RECIPE: dict[str, dict] = {
     **CONNECT4_RECIPE,
     "mcts": {**CONNECT4_RECIPE["mcts"], "dirichlet_alpha": 0.3},
     "selfplay": {**CONNECT4_RECIPE["selfplay"], "max_moves": 30, "temperature_moves": 6},
-    "arena": {**CONNECT4_RECIPE["arena"], "max_moves": 30},
+    "arena": {**CONNECT4_RECIPE["arena"], "max_moves": 30, "win_rate": 0.0},
 }
