@@ -451,6 +451,12 @@ def test_inference_net_computes_what_the_model_does(name):
             assert pa.abs().max() > 0.1  # not the zero heads of an initial network
             torch.testing.assert_close(pb, pa, rtol=1e-5, atol=1e-5)
             torch.testing.assert_close(fast.value(vb), model.value(va), rtol=1e-5, atol=1e-4)
+    # A batch over the chunk size goes through in pieces, to the same numbers.
+    with torch.inference_mode():
+        x = torch.from_numpy(game.encode(states))
+        for whole, parts in zip(fast(x), InferenceNet(model, chunk=4)(x)):
+            assert parts.shape == whole.shape
+            torch.testing.assert_close(parts, whole, rtol=1e-5, atol=1e-5)
     a = make_evaluator(model, game)(states)
     b = make_evaluator(model, game, fast=True)(states)
     np.testing.assert_allclose(b[0], a[0], rtol=1e-4, atol=1e-6)

@@ -139,10 +139,16 @@ class InferenceNet(nn.Module):
     outputs: the folded weights round differently), and faster on a CPU (``tri bench search``
     measures both at the same batch). A snapshot: training the model afterwards does not change
     it. Self-play's searches use it (:func:`make_evaluator` with ``fast=True``); the arena's
-    and the players' use the model itself, so a model card's figures replay bit for bit."""
+    and the players' use the model itself, so a model card's figures replay bit for bit.
 
-    def __init__(self, model: PolicyValueNet):
+    A batch of more than ``chunk`` positions goes through in pieces of ``chunk`` (the same
+    numbers up to float rounding: the convolution may pick another kernel for another batch
+    size): on this machine's CPU (2 MB of L2 cache per core) 64 positions' activations stay in
+    cache where 128's do not, and go about 1.1-1.3x faster per position."""
+
+    def __init__(self, model: PolicyValueNet, chunk: int = 64):
         super().__init__()
+        self.chunk = chunk
         from torch.nn.utils.fusion import fuse_conv_bn_eval
 
         model = model.eval()
@@ -159,6 +165,9 @@ class InferenceNet(nn.Module):
         self.eval()
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if x.shape[0] > self.chunk:
+            parts = [self.forward(x[i:i + self.chunk]) for i in range(0, x.shape[0], self.chunk)]
+            return torch.cat([p for p, _ in parts]), torch.cat([v for _, v in parts])
         x = x.contiguous(memory_format=torch.channels_last)
         z = F.relu_(self.stem(x))  # in place: each activation is a fresh tensor nothing else holds
         for conv1, conv2 in self.blocks:
