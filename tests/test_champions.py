@@ -32,7 +32,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 # Games registered before their first learning run (issue 20): no champion ships yet, and
 # `tri play GAME` falls back to greedy. Empty this as their champions land.
-AWAITING_CHAMPION = ("pyrga", "santorini")
+AWAITING_CHAMPION = ("santorini",)
 SHIPS = sorted(set(GAMES) - set(AWAITING_CHAMPION))
 
 
