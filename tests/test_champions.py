@@ -30,9 +30,9 @@ SHIPPED = champions.CHECKOUT_CHAMPIONS
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
-# Games registered before their first learning run (issue 20): no champion ships yet, and
+# Games registered before their first learning run: no champion ships yet, and
 # `tri play GAME` falls back to greedy. Empty this as their champions land.
-AWAITING_CHAMPION = ("santorini",)
+AWAITING_CHAMPION: tuple[str, ...] = ()
 SHIPS = sorted(set(GAMES) - set(AWAITING_CHAMPION))
 
 
