@@ -166,3 +166,23 @@ def test_champions_in_the_commands(tiny, tmp_path):
     assert_clean_error(cli("arena", "champion:connect4", "greedy", cwd=tmp_path), 1, "no champion for connect4")
     assert_clean_error(cli("play", "triangle", "--watch", "--player", "champion:tictactoe", cwd=tmp_path), 1,
                        "plays tictactoe, but this plays triangle")
+
+
+def test_a_stopped_publish_leaves_no_staging_folder(tmp_path):
+    """``tri champions publish`` runs under ``stop_on_signals``: a SIGTERM (or Ctrl-C) mid-way
+    unwinds like an exception, so its staging folder beside the champions is removed (a plain
+    SIGTERM would end the process with the folder left there)."""
+    script = f"""
+import os, signal, tempfile
+from tri.cli.common import stop_on_signals
+try:
+    with stop_on_signals():
+        with tempfile.TemporaryDirectory(dir={str(tmp_path)!r}, prefix=".staging-"):
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.pause()
+except KeyboardInterrupt:
+    print("stopped")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "stopped", done.stderr
+    assert list(tmp_path.iterdir()) == []

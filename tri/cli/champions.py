@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from tri import champions
-from tri.cli.common import CONTEXT, TriGroup
+from tri.cli.common import CONTEXT, TriGroup, stop_on_signals
 from tri.games import GAMES
 
 
@@ -52,7 +52,12 @@ def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, ge
     figures come from the evaluation commands written on it (run here, from this checkout)."""
     from tri.record.publish import publish  # imports torch and MLflow: only for this command
 
-    card = publish(game, project, loop=loop_command, tri_commit=tri_commit, generation=generation,
-                   simulations=simulations, notes=notes, echo=click.echo)
+    try:
+        with stop_on_signals():  # Ctrl-C or SIGTERM: the staging folder goes, nothing is published
+            card = publish(game, project, loop=loop_command, tri_commit=tri_commit, generation=generation,
+                           simulations=simulations, notes=notes, echo=click.echo)
+    except KeyboardInterrupt:
+        click.echo("tri champions publish: stopped; nothing was published", err=True)
+        raise click.exceptions.Exit(130) from None
     folder = champions.champions_dir()
     click.echo(f"published {folder / card.checkpoint} (generation {card.generation}); card {folder / (game + '.md')}")

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -44,3 +47,30 @@ class TriGroup(click.Group):
             message = " ".join(exc.format_message().split())
             click.echo(f"error: {where}: {message} (see {where} --help)", err=True)
             ctx.exit(exc.exit_code)
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """SIGINT (Ctrl-C, which a terminal sends to its whole foreground process group) and SIGTERM
+    (``kill``, a scheduler) both stop the command (``tri loop``, ``tri champions publish``): the
+    first raises KeyboardInterrupt, so Python unwinds and every ``finally`` runs (publish's
+    staging folder is removed; the loop's shards in flight stop, its flow runs are marked crashed
+    on the Prefect server, still up in its own session, its MLflow run KILLED, the lock released,
+    the server stopped last); later ones are ignored, so the shutdown finishes. While a flow runs,
+    Prefect's own SIGTERM handler raises ``TerminationSignal`` instead, which unwinds the same way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping = threading.Event()
+
+    def interrupt(signum, frame):
+        if not stopping.is_set():
+            stopping.set()
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

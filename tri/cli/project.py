@@ -4,16 +4,13 @@ Prefect flows, stopped cleanly by Ctrl-C or SIGTERM) and ``tri curve`` (the lear
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
-import threading
 from pathlib import Path
 
 import click
 
 from tri import layout
-from tri.cli.common import PARAMS_OPTION
+from tri.cli.common import PARAMS_OPTION, stop_on_signals
 from tri.config import Runtime, load_params, project_params, recipe_params
 from tri.errors import TriError
 from tri.games import DEFAULT_GAME, GAMES
@@ -75,39 +72,13 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
     from pipelines import loop  # after stores.configure, as above
 
     try:
-        with _stop_on_signals():
+        with stop_on_signals():
             loop.run(root, params_file, generations=generations, minutes=minutes, plateau=plateau,
                      echo=click.echo, terminal=sys.stdout.isatty())
     except (KeyboardInterrupt, TerminationSignal):
         click.echo("tri loop: stopped; the generation in flight was not recorded (run tri loop again to "
                    "redo it)", err=True)
         raise click.exceptions.Exit(130) from None
-
-
-@contextlib.contextmanager
-def _stop_on_signals():
-    """SIGINT (Ctrl-C, which a terminal sends to its whole foreground process group) and SIGTERM
-    (``kill``, a scheduler) both stop the loop: the first raises KeyboardInterrupt, so Python
-    unwinds (the shards in flight stop, the flow runs are marked crashed on the Prefect server,
-    still up in its own session, the MLflow run KILLED, the lock released, the server stopped
-    last); later ones are ignored, so the shutdown finishes. While a flow runs, Prefect's own
-    SIGTERM handler raises ``TerminationSignal`` instead, which unwinds the same way."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stopping = threading.Event()
-
-    def interrupt(signum, frame):
-        if not stopping.is_set():
-            stopping.set()
-            raise KeyboardInterrupt
-
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 @click.command("curve")
