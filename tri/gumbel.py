@@ -76,10 +76,10 @@ class GumbelRoot:
         self.c_visit, self.c_scale = c_visit, c_scale
         self.two_player, self.discount = two_player, discount
         m = np.minimum(legal.sum(axis=1), considered)
-        self.table = [considered_visits(int(k), simulations) for k in m]
+        tables = [considered_visits(int(k), simulations) for k in m]
         # [B, simulations]: the schedules as one array, for targets() to slice
-        self.schedule = np.array([t if t else (0,) * simulations for t in self.table], np.int64).reshape(
-            len(self.table), simulations)
+        self.schedule = np.array([t if t else (0,) * simulations for t in tables], np.int64).reshape(
+            len(tables), simulations)
 
     def _root_q(self, tree) -> tuple[np.ndarray, np.ndarray]:
         """``(visits [B, A], normalised completed q [B, A])`` of the root's children."""
@@ -113,12 +113,6 @@ class GumbelRoot:
     def _sigma(self, visits: np.ndarray, q: np.ndarray) -> np.ndarray:
         return (self.c_visit + visits.max(axis=1, keepdims=True)) * self.c_scale * q
 
-    def _score(self, tree, target: np.ndarray | None) -> np.ndarray:
-        visits, q = self._root_q(tree)
-        score = self.noisy_logits + self._sigma(visits, q)
-        wanted = visits == (visits.max(axis=1, keepdims=True) if target is None else target[:, None])
-        return np.where(self.legal & wanted, score, -np.inf)
-
     def scores(self, tree) -> np.ndarray:
         """``[B, A] float64``: ``g + logit + sigma(q)`` of the root's actions (``-inf`` where
         illegal), from the visits backed up so far; the search's ``_select`` ranks by it."""
@@ -129,13 +123,18 @@ class GumbelRoot:
         """``[B, leaves] int64``: the visit count the root action of each tree's descents
         ``simulation .. simulation + leaves - 1`` must have (past the schedule: its last entry)."""
         steps = np.minimum(np.arange(simulation, simulation + leaves), self.schedule.shape[1] - 1)
-        return self.schedule[:, steps] if self.schedule.shape[1] else np.zeros((len(self.table), leaves), np.int64)
+        if not self.schedule.shape[1]:
+            return np.zeros((len(self.schedule), leaves), np.int64)
+        return self.schedule[:, steps]
 
     def result(self, tree) -> tuple[np.ndarray, np.ndarray]:
         """``(action [B], policy [B, A])``: the last action standing, and the improved policy."""
-        action = np.argmax(self._score(tree, None), axis=1).astype(np.int64)
         visits, q = self._root_q(tree)
-        logits = np.where(self.legal, self.logits + self._sigma(visits, q), -np.inf)
+        sigma = self._sigma(visits, q)
+        most = visits == visits.max(axis=1, keepdims=True)  # the survivors of the halving
+        ranked = np.where(self.legal & most, self.noisy_logits + sigma, -np.inf)
+        action = np.argmax(ranked, axis=1).astype(np.int64)
+        logits = np.where(self.legal, self.logits + sigma, -np.inf)
         policy = np.exp(logits - logits.max(axis=1, keepdims=True))
         policy /= policy.sum(axis=1, keepdims=True)
         return action, policy.astype(np.float32)
