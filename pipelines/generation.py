@@ -31,7 +31,7 @@ from tri.config import Params, Runtime, project_params
 from tri.device import resolve_device
 from tri.episodes import Stopped
 from tri.games import make_game
-from tri.net import initial_checkpoint, save_checkpoint
+from tri.net import initial_checkpoint, save_checkpoint, started_checkpoint
 from tri.progress import Report
 from tri.record import mlstore, render, runs, versioning
 
@@ -223,10 +223,14 @@ def track_task(params: Params, paths: layout.GenerationPaths, parent_run_id: str
 
 
 def ensure_initial(params: Params, root: Path) -> Path:
-    """Generation 0 (a fresh network, as the ``init`` stage writes it) and the best model."""
+    """Generation 0 (as the ``init`` stage writes it: fresh weights, or those of
+    ``models/start.pt`` in a project made by ``tri new --from``) and the best model."""
     initial = layout.model_path(root, 0)
     if not initial.exists():
-        save_checkpoint(initial_checkpoint(make_game(params.game), params.net), initial)
+        game, start = make_game(params.game), layout.start_path(root)
+        ckpt = (started_checkpoint(game, params.net, start) if start.exists()
+                else initial_checkpoint(game, params.net))
+        save_checkpoint(ckpt, initial)
     best = layout.best_path(root)
     if not best.exists():
         atomic.copy(initial, best)

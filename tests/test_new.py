@@ -44,3 +44,61 @@ def test_tri_new_leaves_nothing_when_it_fails(tmp_path):
     assert not (tmp_path / "p").exists()
     with pytest.raises(TriError, match="unknown game"):
         recipe_params("chess")
+
+
+def test_tri_new_from_a_checkpoint_starts_generation_0_from_its_weights(tmp_path):
+    """``tri new --from``: the checkpoint goes into the project (committed), the init stage and
+    the loop's generation 0 take its weights, and ``dvc repro``'s init command writes the same."""
+    from tri.games import make_game
+    from tri.layout import start_path
+    from tri.net import initial_checkpoint, load_checkpoint, save_checkpoint
+
+    params = recipe_params("tictactoe")
+    source = initial_checkpoint(make_game(params.game), params.net.model_copy(update={"seed": 99}))
+    save_checkpoint(source, tmp_path / "src.pt")
+    root = tmp_path / "p"
+    proc = tri_cli("new", root, "--game", "tictactoe", "--from", tmp_path / "src.pt", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"model id {source.model_id}" in proc.stdout
+    tracked = subprocess.run(["git", "ls-files", "models"], cwd=root, capture_output=True, text=True, check=True)
+    assert tracked.stdout.split() == ["models/start.pt"]
+    assert "tri init --from models/start.pt" in (root / "dvc.yaml").read_text()
+    assert load_params(root / "params.yaml") == params  # the same shape: the recipe unchanged
+    init = tri_cli("init", "--from", start_path(root), "--out", tmp_path / "g0.pt", "--params",
+                   root / "params.yaml", cwd=root)
+    assert init.returncode == 0, init.stderr
+    made = load_checkpoint(tmp_path / "g0.pt")
+    assert made.model_id == source.model_id and made.generation == 0
+    assert made.provenance["started_from"] == source.model_id
+
+    from pipelines.generation import ensure_initial
+    best = ensure_initial(params, root)
+    assert load_checkpoint(best).model_id == source.model_id
+
+
+def test_tri_new_from_refuses_another_game_or_shape(tmp_path):
+    from tri.games import make_game
+    from tri.net import initial_checkpoint, save_checkpoint
+
+    c4 = recipe_params("connect4")
+    save_checkpoint(initial_checkpoint(make_game(c4.game), c4.net), tmp_path / "c4.pt")
+    proc = tri_cli("new", tmp_path / "p", "--game", "tictactoe", "--from", tmp_path / "c4.pt", cwd=tmp_path)
+    assert proc.returncode == 1 and "it is for the game 'connect4', not 'tictactoe'" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "p").exists()
+    ttt = recipe_params("tictactoe")
+    save_checkpoint(initial_checkpoint(make_game(ttt.game), ttt.net), tmp_path / "t.pt")
+    (tmp_path / "p.yaml").write_text("game: {name: tictactoe}\nnet: {channels: 8}\n")
+    init = tri_cli("init", "--from", tmp_path / "t.pt", "--out", tmp_path / "g0.pt", "--params",
+                   tmp_path / "p.yaml", cwd=tmp_path)
+    assert init.returncode == 1 and "its network differs from params.yaml's net: channels" in init.stderr
+    assert not (tmp_path / "g0.pt").exists()
+
+
+def test_tri_new_from_champion_takes_the_shipped_champion(tmp_path):
+    from tri.champions import champion
+    from tri.net import load_checkpoint
+
+    proc = tri_cli("new", tmp_path / "p", "--game", "tictactoe", "--from", "champion", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    shipped = load_checkpoint(champion("tictactoe")[0])
+    assert load_checkpoint(tmp_path / "p" / "models" / "start.pt").model_id == shipped.model_id

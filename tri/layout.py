@@ -5,6 +5,7 @@ trained, the arena decides. Numbers are zero-padded::
 
     models/best.pt                        the current best model (a copy, replaced atomically)
     models/gen-0000.pt                    the initial network
+    models/start.pt                       weights generation 0 starts from (tri new --from), if any
     models/candidates/gen-NNNN.pt         the candidate trained in generation N
     models/rejected/gen-NNNN.pt           a candidate the arena did not promote
     models/promotions.jsonl               one line per decision (paths relative to the project)
@@ -48,6 +49,11 @@ def _gen(generation: int) -> str:
 
 def model_path(root: Path, generation: int) -> Path:
     return Path(root) / "models" / f"{_gen(generation)}.pt"
+
+
+def start_path(root: Path) -> Path:
+    """The checkpoint whose weights generation 0 takes (``tri new --from``); absent: fresh weights."""
+    return Path(root) / "models" / "start.pt"
 
 
 def best_path(root: Path) -> Path:

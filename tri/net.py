@@ -240,6 +240,26 @@ def initial_checkpoint(game, net_params) -> Checkpoint:
                       generation=0, model=build_model(game, net_params), provenance={"created_by": "tri init"})
 
 
+def started_checkpoint(game, net_params, source: str | Path) -> Checkpoint:
+    """Generation 0 from the weights of the checkpoint ``source`` (``tri new --from``): a
+    project that goes on training an earlier network, a shipped champion for one. ``source``
+    must be for ``game`` with the same network shape as ``net_params`` (the seed aside, which
+    only draws fresh weights); its optimizer state is dropped. Raises :class:`TriError`."""
+    src = load_checkpoint(source, game)
+    shape = {k: v for k, v in net_params.model_dump().items() if k != "seed"}
+    theirs = {k: v for k, v in src.net_params.model_dump().items() if k != "seed"}
+    if shape != theirs:
+        differ = ", ".join(f"{k} {theirs[k]} (params.yaml: {shape[k]})" for k in shape if shape[k] != theirs[k])
+        raise TriError(f"checkpoint {source}: its network differs from params.yaml's net: {differ}")
+    model = build_model(game, net_params)
+    model.load_state_dict(src.model.state_dict())
+    model.eval()
+    return Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"), net_params=net_params,
+                      generation=0, model=model,
+                      provenance={"created_by": "tri init --from", "started_from": src.model_id,
+                                  "started_from_generation": str(src.generation)})
+
+
 def save_checkpoint(ckpt: Checkpoint, path: str | Path) -> None:
     """Write ``ckpt`` atomically: a temporary file in the same folder, then a rename, so a crash
     leaves the previous file intact."""

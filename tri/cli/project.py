@@ -13,7 +13,9 @@ from tri import layout
 from tri.cli.common import PARAMS_OPTION, stop_on_signals
 from tri.config import Runtime, load_params, project_params, recipe_params
 from tri.errors import TriError
-from tri.games import DEFAULT_GAME, GAMES
+from tri.champions import champion
+from tri.games import DEFAULT_GAME, GAMES, make_game
+from tri.net import load_checkpoint
 from tri.params_yaml import describe_params, dump_params
 from tri.record import stores, versioning
 from tri.record.project import new_project
@@ -34,12 +36,22 @@ def params_cmd(describe: bool, params_path: Path | None) -> None:
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--game", "game_name", type=click.Choice(GAMES), default=DEFAULT_GAME, show_default=True,
               help="The game the project trains.")
-def new_cmd(folder: Path, game_name: str) -> None:
+@click.option("--from", "source", default=None, metavar="CHECKPOINT",
+              help="Go on training this network instead of fresh weights: a checkpoint path, or champion "
+                   "(the game's shipped champion). It is copied into the project as models/start.pt; "
+                   "params.yaml takes its network shape.")
+def new_cmd(folder: Path, game_name: str, source: str | None) -> None:
     """Create a ready project in FOLDER (missing or empty): params.yaml with the game's measured
     recipe written out in full (each setting described), dvc.yaml, git and DVC initialised and
     a first commit. Then: tri loop --root FOLDER --generations N."""
-    root = new_project(folder, recipe_params(game_name))
-    click.echo(f"created {root}: a project for {game_name} (params.yaml: its measured recipe); "
+    params, start = recipe_params(game_name), None
+    if source is not None:
+        start = champion(game_name)[0] if source in ("champion", f"champion:{game_name}") else Path(source)
+        ckpt = load_checkpoint(start, make_game(params.game))
+        params = params.model_copy(update={"net": ckpt.net_params.model_copy(update={"seed": params.net.seed})})
+    root = new_project(folder, params, start=start)
+    began = f", generation 0 from {source} (model id {ckpt.model_id})" if source is not None else ""
+    click.echo(f"created {root}: a project for {game_name} (params.yaml: its measured recipe{began}); "
                f"next: tri loop --root {folder} --generations 1")
 
 

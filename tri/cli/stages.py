@@ -14,7 +14,7 @@ from tri.cli.players import GAME_OPTION, params_for_players
 from tri.config import Runtime, load_params
 from tri.errors import TriError
 from tri.games import GAMES, make_game
-from tri.net import initial_checkpoint, save_checkpoint
+from tri.net import initial_checkpoint, save_checkpoint, started_checkpoint
 
 
 @click.command("init")
@@ -22,15 +22,19 @@ from tri.net import initial_checkpoint, save_checkpoint
               help="Game (default: params.yaml's game.name).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Checkpoint to write, e.g. models/gen-0000.pt.")
+@click.option("--from", "source", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Start from this checkpoint's weights (same game and network shape) instead of fresh "
+                   "ones; a project made by tri new --from runs this.")
 @PARAMS_OPTION
-def init_cmd(game_name: str | None, out: Path, params_path: Path | None) -> None:
-    """Write a fresh generation-0 network (weights from net.seed)."""
+def init_cmd(game_name: str | None, out: Path, source: Path | None, params_path: Path | None) -> None:
+    """Write a generation-0 network: fresh weights from net.seed, or --from a checkpoint's."""
 
     params = load_params(params_path)
     if game_name is not None and game_name != params.game.name:
         raise TriError(f"--game {game_name} but params.yaml selects game.name: {params.game.name}")
     game = make_game(params.game)
-    ckpt = initial_checkpoint(game, params.net)
+    ckpt = (initial_checkpoint(game, params.net) if source is None
+            else started_checkpoint(game, params.net, source))
     save_checkpoint(ckpt, out)
     click.echo(f"wrote {out}: {game.name} network, generation 0, "
                f"{sum(p.numel() for p in ckpt.model.parameters()):,} parameters, model id {ckpt.model_id}")

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tri import layout
 from tri.config import Params
 from tri.params_yaml import describe_params
 from tri.errors import TriError
@@ -26,8 +27,23 @@ PROJECT_FILES = ("dvc.yaml", ".dvcignore", ".gitignore", ".dvc/config", ".dvc/pl
 DVC_FILES = (".dvc/config", ".dvc/plots.html")  # copied after `dvc init` made .dvc/
 
 
-def new_project(root: Path, params: Params, *, checkout: Path = CHECKOUT, message: str | None = None) -> Path:
+INIT_CMD = "cmd: tri init --out models/gen-0000.pt\n"
+STARTED_INIT = ("cmd: tri init --from models/start.pt --out models/gen-0000.pt\n"
+                "    deps:\n      - models/start.pt   # tri new --from: the weights generation 0 starts from\n")
+
+
+def started_dvc_yaml(text: str) -> str:
+    """``dvc.yaml``'s text with its ``init`` stage starting from ``models/start.pt``."""
+    if text.count(INIT_CMD) != 1:
+        raise TriError("tri new: this checkout's dvc.yaml has no init stage of the form tri new --from expects")
+    return text.replace(INIT_CMD, STARTED_INIT)
+
+
+def new_project(root: Path, params: Params, *, checkout: Path = CHECKOUT, message: str | None = None,
+                start: Path | None = None) -> Path:
     """Create the project ``root`` (missing or empty) training ``params``; returns its path.
+    ``start``: a checkpoint (already checked against ``params``) copied to ``models/start.pt``,
+    committed with the project, whose weights generation 0 takes (the ``init`` stage says so).
     Raises :class:`TriError` (one line) if ``root`` has files, or the checkout lacks a project
     file, or git or DVC fail; nothing is left half made."""
     root = Path(root).resolve()
@@ -42,6 +58,10 @@ def new_project(root: Path, params: Params, *, checkout: Path = CHECKOUT, messag
         for name in PROJECT_FILES[:3]:
             shutil.copy(checkout / name, root / name)
         (root / "params.yaml").write_text(describe_params(params))
+        if start is not None:
+            (root / "dvc.yaml").write_text(started_dvc_yaml((checkout / "dvc.yaml").read_text()))
+            layout.start_path(root).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(start, layout.start_path(root))
         git_run(root, "init", "-q")
         dvc = subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=root, capture_output=True, text=True,
                              env={**os.environ, "DVC_NO_ANALYTICS": "1"}, timeout=120)
