@@ -9,6 +9,9 @@ game's keys; the candidates and the arena results kept their bytes.
 On 2026-11-25 every hash was recorded again when ``mcts.solver`` (off) joined the params that
 shards, checkpoints and arena results carry: their data, weights and games were compared and
 are unchanged, only the recorded params differ.
+On 2026-11-25 (later) they were recorded again when ``mcts.precision`` (float32) joined those
+params; with that field left out of the files, all 24 files were checked to hash as before
+(the Gumbel root's per-step scoring moved into numba the same day: the same bits).
 If a change is meant to change results, say so in its commit and record the new hashes with
 ``pytest tests/test_behaviour.py --record-hashes`` (the failure message prints them too).
 """
@@ -68,13 +71,13 @@ CASES = {
 HASHES: dict[str, dict[str, str]] = {
     'connect4': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            'db8ce3a96b4c97befaf5fd3252f711088a2f227e4e86978e6e9d88eae0eb82ab',
+            'fec38326ebf9e7f9a03337292c49c91a06bded44632987250e8c1277f5c45ce6',
         'data/selfplay/gen-0001/shard-000.parquet':
-            'c5978909f3df05d9b169f1685c037424a32ab2975096c5ce7b8179e15833b45c',
+            '830588c4ee5bfaed896b3e4fdfc8820ae9fa3d2f70a328fbc20eabf5d3f4b66f',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '485efc9fd3494c5c81beaca3672016b692168c620353f1a8e63842becbc158fd',
+            '421cefa14981318ef8860fcab4b9b1d9ea91199edf71700e09f93cf9a6d8d7d6',
         'data/selfplay/gen-0001/shard-001.parquet':
-            'ad35eea7c3900d0d30933f0284bf1d5a3fd9c618cb25e3df7356b09da2e835ea',
+            '006d97aec7a7fe745768d9bb83265c3079515bf80a869430f4a0dbe8d388f4af',
         'models/candidates/gen-0001.pt':
             '18eb35305cd5efaa8cd03627c3a2a5a71d347eb3888e21ee231c50a38155dd4d',
         'data/arena/gen-0001.json':
@@ -82,13 +85,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'tictactoe': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '551e2d6205fea4f5856ec0a6f98dbe942169a7b0c6593863d7ac921a5584e864',
+            '07f191de479f8f3b4bc3a7c70ace5d26dc5739f3125926838b3ecd6fe95e2908',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '05ff2e954ec5f730cb369204b7707f3bcbd67509486cc4af6a519b3f82cca662',
+            'f6b8f55545eb7bdedf1c8105253370997ebdb06f355d8ca5b4ae58d160264bcd',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '6070971cf74b1012fa3868691cf56d2cbc683e013688dda4399b63016240b584',
+            '68a0aafd5af287c26c55b08dc11eaf1520ce1195d7caffafcc457724fd07ec82',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '3f516aab1b7c81175758154b16323188c1896dd24d79e00f4dcdef3e1d7468c1',
+            '8693d1f680cbc64f030e9f41615072ed7fad9d8ed67b592553a88bb943252622',
         'models/candidates/gen-0001.pt':
             '10cdb0f9c5000fabbcd2cd2d5854236734603e2ca26857148960ea1d934b580a',
         'data/arena/gen-0001.json':
@@ -96,13 +99,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-gumbel': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '3134810d1e78dd60c74987f387d10b4fc1330a2aa0e7af1692e6b7eb06afc660',
+            '94bd360c1130b21999fc98987c68f8cc51b847a1af0db5ed03902675d2fac69a',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '536f997321393ca4755d9e4e2fdfb1dd9f70747ab0210f886a26556749033230',
+            '8d545784f3bf51b3ef7b24503566ff9d8b27779cf4f7d6911aac68dca165864d',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '80eb833752b5b7c58f8b24e0a30edc7f20a15d03ce62827e931e23fbe8975336',
+            'deebe4d3dca40b2d12144f8fb79012a088202861939921697540f1aa7f1b6aa6',
         'data/selfplay/gen-0001/shard-001.parquet':
-            'bda361be22b0db3f99f361c5a0538d76787e38eb742f53a58ec9b41aad4c1b6f',
+            '4cb2f272e59fce0911f70032ac44287edcb7339f7ffb916bb8030dbeb76567a7',
         'models/candidates/gen-0001.pt':
             '1704f25602a9db472650cf0fac111bfbdf4c56f5b38e6cc80568590ff8e290d0',
         'data/arena/gen-0001.json':
@@ -110,13 +113,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-puct': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '0cd8c99edab831d5e6a6d806709f1a73af4f4973e94afd23cbe9d83ef02eb4cf',
+            '7dd6180beaee933db4004d8be8f4230417239ea570809cd7da9ff7484b84e9f0',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '3e34763db632ec9435ed3f1f4138272520ce448a2747fbb4f98f4449919f2619',
+            '5aa8ce8ac1d884ad27923c6d6be0b94053992d454ef53889e9142b12d85c2cf2',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '2ff92ef145ccd208ca8d793921e5ee4a8b02248b44fd2cfa197b0c0553a348b1',
+            'cb586af005ba4ecff7e5433e16634133b85be2f6b0f1cbed3138284a9678355c',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '34491ec64f44f656974475bb47e5ec4a36719ca5406e3bfc40f37296879ef258',
+            'd93c981b7841992c8cd5a1a01e981d61e781c1a2eadbae13b56898fa64376aa0',
         'models/candidates/gen-0001.pt':
             'ed67d03452d25934917d3904356fd492c78241d9208f40e97fc50d1064f75538',
         'data/arena/gen-0001.json':

@@ -467,3 +467,31 @@ def test_inference_net_computes_what_the_model_does(name):
         for p in model.parameters():
             p.add_(1.0)
     assert all(torch.equal(t, u) for t, u in zip(before, fast.state_dict().values()))
+
+
+@pytest.mark.parametrize("name", ["triangle", "connect4"])
+def test_bfloat16_snapshot_is_close_and_its_heads_stay_float32(name):
+    """``mcts.precision: bfloat16``: the snapshot's convolutions in bfloat16 give the model's
+    priors and values to within bfloat16's rounding (8 significant bits), the outputs are
+    float32, and every evaluator that reads ``precision`` takes it."""
+    from tri.config import recipe_params
+    from tri.net import InferenceNet
+
+    params = recipe_params(name)
+    game = make_game(params.game)
+    torch.manual_seed(0)
+    model = build_model(game, NetParams(channels=16, blocks=2, value_hidden=16))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.uniform_(-0.1, 0.1)
+    model.eval()
+    half = InferenceNet(model, dtype=torch.bfloat16)
+    assert half.stem.weight.dtype == torch.bfloat16 and half.policy_out.weight.dtype == torch.float32
+    states = game.initial(np.arange(9))
+    a = make_evaluator(model, game)(states)
+    b = make_evaluator(model, game, precision="bfloat16")(states)
+    assert b[0].dtype == np.float32 and b[2].dtype == np.float32
+    assert not np.array_equal(b[0], a[0])  # it did compute in bfloat16
+    np.testing.assert_allclose(b[0], a[0], atol=0.02)
+    np.testing.assert_allclose(b[2], a[2], rtol=0.05, atol=0.02)
+    np.testing.assert_array_equal(b[1], a[1])

@@ -113,11 +113,16 @@ class GumbelRoot:
     def _sigma(self, visits: np.ndarray, q: np.ndarray) -> np.ndarray:
         return (self.c_visit + visits.max(axis=1, keepdims=True)) * self.c_scale * q
 
-    def scores(self, tree) -> np.ndarray:
+    def scores(self, tree, out: np.ndarray | None = None) -> np.ndarray:
         """``[B, A] float64``: ``g + logit + sigma(q)`` of the root's actions (``-inf`` where
-        illegal), from the visits backed up so far; the search's ``_select`` ranks by it."""
-        visits, q = self._root_q(tree)
-        return np.where(self.legal, self.noisy_logits + self._sigma(visits, q), -np.inf)
+        illegal), from the visits backed up so far; the search's ``_select`` ranks by it.
+        Computed by :func:`root_scores` (numba, in ``out`` if given): the numbers
+        :meth:`_root_q` and :meth:`_sigma` give, to the bit."""
+        out = np.empty(self.legal.shape) if out is None else out
+        root_scores(tree.children, tree.visits, tree.value_sum, tree.reward, tree.qmin, tree.qmax, self.legal,
+                    self.probs, self.noisy_logits, self.root_value, self.c_visit, self.c_scale, self.two_player,
+                    self.discount, out)
+        return out
 
     def targets(self, simulation: int, leaves: int) -> np.ndarray:
         """``[B, leaves] int64``: the visit count the root action of each tree's descents
@@ -165,3 +170,124 @@ def scheduled_action(children, prior, visits, virtual, root_score, b, target):
             if n == most and root_score[b, a] > best:
                 best, best_a = root_score[b, a], a
     return best_a
+
+
+@nb.njit(cache=True, nogil=True)
+def _block_sum(a, lo, n):
+    """``a[lo:lo + n].sum()`` for ``1 <= n <= 128`` as numpy adds a contiguous row, in ``a``'s
+    own float type: one by one below 8, else eight partial sums, then the rest one by one."""
+    if n < 8:
+        res = a[lo]  # numpy starts from 0: the same sum (0 + x is x, but for the sign of a zero)
+        for i in range(1, n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@nb.njit(cache=True, nogil=True)
+def _pairwise_sum(a, lo, n):
+    """``a[lo:lo + n].sum()`` as numpy adds a contiguous float row (pairwise: a row of over 128
+    is split in two at a multiple of 8 near its middle, each half summed so, and the two added;
+    a shorter one by :func:`_block_sum`), so that :func:`root_scores` gives
+    :meth:`GumbelRoot._root_q`'s numbers to the bit. numpy's recursion as a loop over an
+    explicit stack (numba's cache cannot hold a recursive function called by another)."""
+    if n <= 128:
+        return _block_sum(a, lo, n)
+    seg_lo = np.empty(64, np.int64)
+    seg_n = np.empty(64, np.int64)
+    stage = np.zeros(64, np.int64)
+    sums = np.empty(64, a.dtype)
+    top, nsums = 0, 0
+    seg_lo[0], seg_n[0], stage[0] = lo, n, 0
+    while top >= 0:
+        s_lo, s_n = seg_lo[top], seg_n[top]
+        if s_n <= 128:
+            sums[nsums] = _block_sum(a, s_lo, s_n)
+            nsums += 1
+            top -= 1
+            continue
+        half = s_n // 2
+        half -= half % 8
+        if stage[top] == 0:  # the left half first
+            stage[top] = 1
+            top += 1
+            seg_lo[top], seg_n[top], stage[top] = s_lo, half, 0
+        elif stage[top] == 1:  # then the right
+            stage[top] = 2
+            top += 1
+            seg_lo[top], seg_n[top], stage[top] = s_lo + half, s_n - half, 0
+        else:  # both done: left + right
+            nsums -= 1
+            sums[nsums - 1] = sums[nsums - 1] + sums[nsums]
+            top -= 1
+    return sums[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def root_scores(children, visits, value_sum, reward, qmin, qmax, legal, probs, noisy_logits, root_value,
+                c_visit, c_scale, two_player, discount, out):
+    """``out [B, A]`` = ``g + logit + sigma(completed q)`` of every root's actions, ``-inf`` where
+    illegal (:meth:`GumbelRoot.scores`), from the search's arrays (``children [B, N, A]``,
+    ``visits``, ``value_sum``, ``reward [B, N]``, ``qmin``, ``qmax [B]``) and the root's
+    (``legal``, ``probs``, ``noisy_logits [B, A]``, ``root_value [B]``): the arithmetic of
+    :meth:`GumbelRoot._root_q` and :meth:`GumbelRoot._sigma` in the same order, per tree, with
+    no ``[B, A]`` temporaries."""
+    B, A = legal.shape
+    n = np.zeros(A, np.int64)
+    q = np.zeros(A)
+    weighted = np.zeros(A, probs.dtype)  # summed in the prior's own type, as numpy does
+    masked = np.zeros(A)
+    for b in range(B):
+        total, most = 0, 0
+        for a in range(A):
+            c = children[b, 0, a]
+            n[a] = visits[b, c] if c >= 0 else 0
+            total += n[a]
+            most = max(most, n[a])
+            if n[a] > 0:
+                v = value_sum[b, c] / n[a]
+                r = np.float64(reward[b, c])
+                q[a] = r - v if two_player else r + discount * v
+                weighted[a] = probs[b, a]
+                masked[a] = probs[b, a] * q[a]
+            else:
+                q[a] = 0.0
+                weighted[a] = 0
+                masked[a] = 0.0
+        weight = _pairwise_sum(weighted, 0, A)
+        mixed = root_value[b]
+        if weight > 0:
+            mixed = (root_value[b] + total * (_pairwise_sum(masked, 0, A) / weight)) / (total + 1)
+        low, high = min(qmin[b], mixed), max(qmax[b], mixed)
+        span = high - low
+        scale = (c_visit + most) * c_scale
+        for a in range(A):
+            if not legal[b, a]:
+                out[b, a] = -np.inf
+                continue
+            completed = q[a] if n[a] > 0 else mixed
+            if two_player:
+                norm = (completed + 1) / 2
+            elif span > 1e-12:
+                norm = (completed - low) / span
+            else:
+                norm = 0.5
+            norm = min(max(norm, 0.0), 1.0)
+            out[b, a] = noisy_logits[b, a] + scale * norm

@@ -144,10 +144,16 @@ class InferenceNet(nn.Module):
     A batch of more than ``chunk`` positions goes through in pieces of ``chunk`` (the same
     numbers up to float rounding: the convolution may pick another kernel for another batch
     size): on this machine's CPU (2 MB of L2 cache per core) 64 positions' activations stay in
-    cache where 128's do not, and go about 1.1-1.3x faster per position."""
+    cache where 128's do not, and go about 1.1-1.3x faster per position.
 
-    def __init__(self, model: PolicyValueNet, chunk: int = 64):
+    ``dtype``: the convolutions' number format (``mcts.precision``). In ``torch.bfloat16`` the
+    trunk and the heads' 1x1 convolutions, nearly all the arithmetic, run in bfloat16 (inputs,
+    weights and activations rounded to 8 significant bits, sums kept in float32 by the
+    kernels); the heads' fully connected layers, the policy logits and the value stay float32."""
+
+    def __init__(self, model: PolicyValueNet, chunk: int = 64, dtype: torch.dtype = torch.float32):
         super().__init__()
+        self.dtype = dtype
         self.chunk = chunk
         from torch.nn.utils.fusion import fuse_conv_bn_eval
 
@@ -162,19 +168,21 @@ class InferenceNet(nn.Module):
         self.value_hidden, self.value_out = copy.deepcopy(model.value_head[4]), copy.deepcopy(model.value_head[6])
         self.register_buffer("support", model.support.clone(), persistent=False)
         self.to(memory_format=torch.channels_last)
+        for conv in (self.stem, *(c for pair in self.blocks for c in pair), self.policy_conv, self.value_conv):
+            conv.to(dtype)
         self.eval()
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if x.shape[0] > self.chunk:
             parts = [self.forward(x[i:i + self.chunk]) for i in range(0, x.shape[0], self.chunk)]
             return torch.cat([p for p, _ in parts]), torch.cat([v for _, v in parts])
-        x = x.contiguous(memory_format=torch.channels_last)
+        x = x.to(dtype=self.dtype, memory_format=torch.channels_last)
         z = F.relu_(self.stem(x))  # in place: each activation is a fresh tensor nothing else holds
         for conv1, conv2 in self.blocks:
             y = conv2(F.relu_(conv1(z)))
             z = F.relu_(y.add_(z))
-        policy = self.policy_out(F.relu_(self.policy_conv(z)).flatten(1))
-        v = self.value_out(F.relu_(self.value_hidden(F.relu_(self.value_conv(z)).flatten(1))))
+        policy = self.policy_out(F.relu_(self.policy_conv(z)).float().flatten(1))
+        v = self.value_out(F.relu_(self.value_hidden(F.relu_(self.value_conv(z)).float().flatten(1))))
         return policy, (v if self.num_players == 1 else torch.tanh(v[:, 0]))
 
     value = PolicyValueNet.value
@@ -357,15 +365,17 @@ def check_game(path: Path | str, name: str, config: dict[str, Any], game) -> Non
         raise TriError(f"checkpoint {path}: it is for a different {name} configuration than params.yaml")
 
 
-def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu", *, fast: bool = False):
+def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu", *, fast: bool = False,
+                   precision: str = "float32"):
     """The search's ``evaluate(states [M, L]) -> (priors [M, A], legal [M, A], values [M])``:
     encode, one forward pass in inference mode on ``device`` (the model is moved there), masked
     softmax, decoded values. Whatever the device, the arrays come back as numpy on the CPU
     (float32 priors and values), where the search runs. ``fast``: through an
-    :class:`InferenceNet` snapshot of the model (self-play), not the model itself."""
+    :class:`InferenceNet` snapshot of the model (self-play), not the model itself;
+    ``precision`` (``mcts.precision``) ``"bfloat16"``: through a bfloat16 snapshot (fast or not)."""
     model = model.to(device).eval()
-    if fast:
-        model = InferenceNet(model).to(device)
+    if fast or precision != "float32":
+        model = InferenceNet(model, dtype=getattr(torch, precision)).to(device)
 
     def evaluate(states):
         legal = game.legal(states)

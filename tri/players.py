@@ -179,7 +179,7 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
     if spec.kind == "alphabeta":
         return AlphaBetaAgent(game, spec.simulations, name=spec.text)
     ckpt = load_checkpoint(spec.path, game)
-    evaluate = make_evaluator(ckpt.model, game, device)
+    evaluate = make_evaluator(ckpt.model, game, device, precision=(spec.mcts or mcts).precision)
     if spec.kind == "net":
         return NetAgent(game, evaluate, spec.text)
     return MctsAgent(game, evaluate, spec.mcts or mcts, rng, noise=False, temperature=arena.temperature,

@@ -352,7 +352,7 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
     done = 0
     while done < sims:
         if gumbel is not None:
-            root_score, root_target = gumbel.scores(tree), gumbel.targets(done, leaves)
+            root_score, root_target = gumbel.scores(tree, root_score), gumbel.targets(done, leaves)
         _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
                 tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, params.c_puct,
                 params.discount, two_player, solver, leaves, root_score, root_target, out_leaf, out_kind, ucb)

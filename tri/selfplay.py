@@ -108,7 +108,8 @@ def play_shard(task: ShardTask, count=None, stop=None) -> ShardResult:
         for stale in out.glob(f".{name}.*.tmp"):
             stale.unlink(missing_ok=True)
     sp = params.selfplay
-    agent = MctsAgent(game, make_evaluator(ckpt.model, game, task.device, fast=True), params.mcts,
+    agent = MctsAgent(game, make_evaluator(ckpt.model, game, task.device, fast=True,
+                                             precision=params.mcts.precision), params.mcts,
                       shard_rng(sp.seed, task.generation, task.shard), noise=sp.noise,
                       temperature=sp.temperature, temperature_moves=sp.temperature_moves)
 

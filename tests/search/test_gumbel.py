@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from tests.search.fakes import TicTacToe, hash_evaluator
 from tri.config import MctsParams
@@ -111,3 +112,39 @@ def test_improved_policy_puts_more_mass_on_a_better_action():
     tree.qmin[0], tree.qmax[0] = 1.0, 3.0
     action, policy = root.result(tree)
     assert action[0] == 1 and policy[0, 1] > 0.99
+
+
+@pytest.mark.parametrize("name", ["triangle", "connect4"])
+def test_numba_root_scores_are_numpys_to_the_bit(name, monkeypatch):
+    """:func:`tri.gumbel.root_scores` (numba, every simulation step) gives the numbers of the
+    numpy arithmetic it replaced (:meth:`GumbelRoot._root_q` and ``_sigma``), bit for bit, at
+    every step of real searches: single-player and two-player, noise on and off, with the
+    pairwise sums numpy uses for a row of 360 (triangle) or 7 (Connect Four) actions."""
+    from tri.config import recipe_params
+    from tri.games import make_game
+    from tri.net import build_model, make_evaluator
+
+    params = recipe_params(name)
+    game = make_game(params.game)
+    torch.manual_seed(0)
+    model = build_model(game, params.net.model_copy(update={"channels": 8, "blocks": 1}))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.uniform_(-0.2, 0.2)
+    checked = []
+    numba_scores = GumbelRoot.scores
+
+    def both(self, tree, out=None):
+        fast = numba_scores(self, tree, out).copy()
+        visits, q = self._root_q(tree)
+        slow = np.where(self.legal, self.noisy_logits + self._sigma(visits, q), -np.inf)
+        assert np.array_equal(fast, slow)
+        checked.append(1)
+        return numba_scores(self, tree, out)
+
+    monkeypatch.setattr(GumbelRoot, "scores", both)
+    mcts = MctsParams(simulations=24, gumbel=True, gumbel_actions=8, leaves_per_step=2)
+    states = game.initial(np.arange(6))
+    for noise in (True, False):
+        search(game, make_evaluator(model, game), states, mcts, np.random.default_rng(1), noise=noise)
+    assert len(checked) == 24

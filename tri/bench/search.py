@@ -7,8 +7,9 @@ worker; the network on the device ``TRI_DEVICE`` resolves to, named in the repor
 
 - self-play: simulations per second and positions per second of the search with the params'
   ``mcts`` and network, ``selfplay.concurrent`` games in flight (the batch of every network call),
-  through self-play's :class:`~tri.net.InferenceNet` snapshot, and, on the same seeds in turns,
-  through the eager model as before it (the old path): their ratio is the speed-up;
+  through self-play's :class:`~tri.net.InferenceNet` snapshot in ``mcts.precision``, and, on the
+  same seeds in turns, through the float32 eager model as before it (the old path): their ratio
+  is the speed-up;
 - network only: forward evaluations per second of the snapshot and of the eager model at the
   same batch size, on positions from those games, in turns: the snapshot's is the limit self-play
   would reach if nothing else took time;
@@ -57,6 +58,7 @@ class SearchBench:
     alphatriangle_seconds: float
     speedup_vs_alphatriangle: float
     device: str
+    precision: str  # mcts.precision: the snapshot's number format
 
 
 def to_json(benches: list[SearchBench]) -> str:
@@ -81,9 +83,10 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
 
     game = make_game(params.game)
     model = build_model(game, params.net).eval()
-    evaluators = {"fast": make_evaluator(model, game, device, fast=True),  # moves the model to the device
+    precision = params.mcts.precision
+    evaluators = {"fast": make_evaluator(model, game, device, fast=True, precision=precision),  # moves the model
                   "eager": make_evaluator(model, game, device)}
-    nets = {"fast": InferenceNet(model).to(device), "eager": model}
+    nets = {"fast": InferenceNet(model, dtype=getattr(torch, precision)).to(device), "eager": model}
     batch, sims = params.selfplay.concurrent, params.mcts.simulations
     rng = np.random.default_rng(seed)
     agents = {k: MctsAgent(game, e, params.mcts, rng, noise=True, temperature=1.0, temperature_moves=10**9)
@@ -139,7 +142,8 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
                        net_evals_per_second=net_rate, eager_net_evals_per_second=med(net_rates["eager"]),
                        network_speed_share=sims_rate / net_rate, outside_network_share=1 - sims_rate / net_rate,
                        move_2048_seconds=move, move_2048_leaves=leaves, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
-                       speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, device=device)
+                       speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, device=device,
+                       precision=precision)
 
 
 def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
@@ -151,7 +155,8 @@ def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
 
     first = benches[0]
     table = Table(title=f"tri bench search on {first.device} (medians; batch {first.batch}, "
-                        f"{first.simulations} simulations per move, torch on 1 thread)", title_justify="left")
+                        f"{first.simulations} simulations per move, torch on 1 thread, the snapshot in "
+                        f"{first.precision})", title_justify="left")
     table.add_column("figure", justify="left")
     for b in benches:
         table.add_column(f"{b.root}{' (the params)' if b.shipped else ''}", justify="right")
