@@ -16,7 +16,8 @@ worker; the network on the device ``TRI_DEVICE`` resolves to, named in the repor
 - self-play's share of that limit, ``sims/s / evals/s``, and the rest, the share of self-play
   time spent outside the network;
 - one move at 2,048 simulations for a single game (``--leaves`` leaves per network call, kept
-  apart by virtual visits; Gumbel's sequential halving counts the pending ones), beside
+  apart by virtual visits; Gumbel's sequential halving counts the pending ones; torch on
+  ``--move-threads``, by default every core, as a player uses the machine), beside
   alphatriangle 1.0.0's 36 s per move measured on this machine.
 """
 
@@ -55,6 +56,7 @@ class SearchBench:
     outside_network_share: float
     move_2048_seconds: float
     move_2048_leaves: int
+    move_2048_threads: int
     alphatriangle_seconds: float
     speedup_vs_alphatriangle: float
     device: str
@@ -65,20 +67,21 @@ def to_json(benches: list[SearchBench]) -> str:
     return json.dumps([asdict(b) for b in benches], indent=2)
 
 
-def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 16, seed: int = 0,
-        runtime: Runtime | None = None) -> list[SearchBench]:
+def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 64, move_threads: int = 1,
+        seed: int = 0, runtime: Runtime | None = None) -> list[SearchBench]:
     """Measure the params' root selection, then the other; ``moves`` self-play moves (for every
     game in the batch) per repeat, on the device ``runtime.device`` resolves to (default:
-    ``TRI_DEVICE``)."""
+    ``TRI_DEVICE``); torch on one thread, but ``move_threads`` for the single-game move."""
     device = resolve_device((runtime or Runtime()).device)
     other = params.model_copy(update={"mcts": params.mcts.model_copy(update={"gumbel": not params.mcts.gumbel})})
     with torch_threads():
-        return [_measure(p, device, shipped=p is params, repeats=repeats, moves=moves, leaves=leaves, seed=seed)
+        return [_measure(p, device, shipped=p is params, repeats=repeats, moves=moves, leaves=leaves,
+                         move_threads=move_threads, seed=seed)
                 for p in (params, other)]
 
 
 def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves: int, leaves: int,
-             seed: int) -> SearchBench:
+             move_threads: int, seed: int) -> SearchBench:
     import torch
 
     game = make_game(params.game)
@@ -127,12 +130,13 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
 
     mcts_one = params.mcts.model_copy(update={"leaves_per_step": leaves})
     root = game.initial(np.array([seed]))
-    search(game, evaluate, root, mcts_one, rng, simulations=2048)  # warm up
     times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        search(game, evaluate, root, mcts_one, rng, simulations=2048)
-        times.append(time.perf_counter() - start)
+    with torch_threads(move_threads):
+        search(game, evaluate, root, mcts_one, rng, simulations=2048)  # warm up
+        for _ in range(repeats):
+            start = time.perf_counter()
+            search(game, evaluate, root, mcts_one, rng, simulations=2048)
+            times.append(time.perf_counter() - start)
     med = statistics.median
     sims_rate, net_rate, move = med(rates["fast"]), med(net_rates["fast"]), med(times)
     return SearchBench(root="gumbel" if params.mcts.gumbel else "puct", shipped=shipped, batch=batch,
@@ -141,7 +145,7 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
                        speedup_vs_eager=med(pos_rates["fast"]) / med(pos_rates["eager"]),
                        net_evals_per_second=net_rate, eager_net_evals_per_second=med(net_rates["eager"]),
                        network_speed_share=sims_rate / net_rate, outside_network_share=1 - sims_rate / net_rate,
-                       move_2048_seconds=move, move_2048_leaves=leaves, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
+                       move_2048_seconds=move, move_2048_leaves=leaves, move_2048_threads=move_threads, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
                        speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, device=device,
                        precision=precision)
 
@@ -170,7 +174,8 @@ def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
         ("  the eager model", lambda b: f"{b.eager_net_evals_per_second:,.0f}", ""),
         ("self-play / network-only", lambda b: f"{b.network_speed_share:.1%}", ">= 90%"),
         ("time outside the network", lambda b: f"{b.outside_network_share:.1%}", "<= 10%"),
-        (f"one move, 2,048 simulations ({first.move_2048_leaves} leaves per call)",
+        (f"one move, 2,048 simulations ({first.move_2048_leaves} leaves per call, "
+         f"{first.move_2048_threads} thread{'s' if first.move_2048_threads > 1 else ''})",
          lambda b: f"{b.move_2048_seconds:.3f} s", ""),
         (f"  vs alphatriangle 1.0.0 ({first.alphatriangle_seconds:.0f} s per move)",
          lambda b: f"{b.speedup_vs_alphatriangle:.0f}x faster", ">= 100x"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 
 import click
@@ -39,17 +41,21 @@ def bench_engine(as_json: bool, repeats: int, seconds: float, seed: int, params_
 @click.option("--repeats", type=click.IntRange(1), default=5, show_default=True)
 @click.option("--moves", type=click.IntRange(1), default=8, show_default=True,
               help="Self-play moves per game per repeat.")
-@click.option("--leaves", type=click.IntRange(1), default=16, show_default=True,
+@click.option("--leaves", type=click.IntRange(1), default=64, show_default=True,
               help="Leaves per network call for the single-game 2,048-simulation move.")
+@click.option("--move-threads", type=click.IntRange(1), default=None,
+              help="Torch threads for the single-game move, as a player uses the machine (default: its "
+                   "cores); self-play is measured on one, as a self-play worker runs.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @PARAMS_OPTION
-def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, seed: int,
+def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, move_threads: int | None, seed: int,
                  params_path: Path | None) -> None:
     """Self-play simulations/s against network-only evaluations/s at the same batch, and one
     2,048-simulation move, for the params' root selection and the other (Gumbel and PUCT)."""
 
-    search.print_report(search.run(load_params(params_path), repeats=repeats, moves=moves, leaves=leaves, seed=seed),
-                 as_json=as_json)
+    search.print_report(search.run(load_params(params_path), repeats=repeats, moves=moves, leaves=leaves,
+                                   move_threads=move_threads or os.cpu_count() or 1, seed=seed),
+                        as_json=as_json)
 
 
 @bench.command("orchestration")

@@ -307,6 +307,8 @@ def encode_batch(states, tab, out):
     S = states.shape[1] - W - 2
     line_planes = 3 + 2 * S + kinds.shape[0]  # then the holes plane
     fill = np.zeros(line_words.shape[0])
+    # The planes flat (cell = r * cols + c, the bit layout's numbering): no division per write.
+    flat = out.reshape((out.shape[0], out.shape[1], out.shape[2] * cols))
     for b in range(states.shape[0]):
         out[b, 1:3] = const
         for i in range(W):
@@ -314,7 +316,7 @@ def encode_batch(states, tab, out):
             while w:
                 low = w & (~w + _ONE)
                 cell = i * 64 + _bit_index(low)
-                out[b, 0, cell // cols, cell % cols] = 1.0
+                flat[b, 0, cell] = 1.0
                 w ^= low
         over = (states[b, W + 1] & GAME_OVER) != 0  # no legal placements once the game is over
         for s in range(S):
@@ -327,7 +329,7 @@ def encode_batch(states, tab, out):
                 while w:
                     low = w & (~w + _ONE)
                     cell = i * 64 + _bit_index(low)
-                    out[b, 3 + S + s, cell // cols, cell % cols] = 1.0
+                    flat[b, 3 + S + s, cell] = 1.0
                     w ^= low
         for j in range(kinds.shape[0]):
             for i in range(W):
@@ -335,7 +337,7 @@ def encode_batch(states, tab, out):
                 while w:
                     low = w & (~w + _ONE)
                     cell = i * 64 + _bit_index(low)
-                    out[b, 3 + 2 * S + j, cell // cols, cell % cols] = 1.0
+                    flat[b, 3 + 2 * S + j, cell] = 1.0
                     w ^= low
         for line in range(line_words.shape[0]):
             count = 0
@@ -343,20 +345,19 @@ def encode_batch(states, tab, out):
                 count += _popcount(states[b, i] & line_words[line, i])
             fill[line] = count / lengths[line]
         for cell in range(n):
-            r, c = cell // cols, cell % cols
-            if out[b, 1, r, c] == 0.0:
+            if flat[b, 1, cell] == 0.0:
                 continue
             for d in range(3):
                 if cell_lines[cell, d] >= 0:
-                    out[b, line_planes + d, r, c] = fill[cell_lines[cell, d]]
-            if out[b, 0, r, c] == 0.0:
+                    flat[b, line_planes + d, cell] = fill[cell_lines[cell, d]]
+            if flat[b, 0, cell] == 0.0:
                 hole = True
                 for j in range(3):
                     m = neighbours[cell, j]
-                    if m >= 0 and out[b, 0, m // cols, m % cols] == 0.0:
+                    if m >= 0 and flat[b, 0, m] == 0.0:
                         hole = False
                 if hole:
-                    out[b, line_planes + 3, r, c] = 1.0
+                    flat[b, line_planes + 3, cell] = 1.0
 
 
 @nb.njit(cache=True, nogil=True)
