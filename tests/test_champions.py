@@ -186,3 +186,22 @@ except KeyboardInterrupt:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "stopped", done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_card_s_search_settings_go_over_its_params():
+    """``search`` on a card (``tri champions publish --search solver=true``): the champion plays
+    with those mcts settings over its training params; a card without it plays its params; a
+    setting that is not mcts's, or a value mcts refuses, is one line."""
+    from tri.champions import play_search
+    from tri.cli.champions import _settings
+
+    card = champions.champion("connect4")[1]
+    assert card.search == {} and card.mcts == Params(**card.params).mcts
+    assert play_search(card.mcts, {"solver": True}).solver and play_search(card.mcts, {}) == card.mcts
+    with pytest.raises(TriError, match="'depth' is not an mcts setting"):
+        play_search(card.mcts, {"depth": 3})
+    with pytest.raises(TriError, match="search setting c_puct: "):
+        play_search(card.mcts, {"c_puct": -1})
+    assert _settings(("solver=true", "c_puct= 3.0")) == {"solver": True, "c_puct": 3.0}
+    with pytest.raises(TriError, match="expected KEY=VALUE"):
+        _settings(("solver",))

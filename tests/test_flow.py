@@ -280,7 +280,9 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
 
     folder = tmp_path / "champions"
     card = publish("tictactoe", root, loop="tri loop --generations 1", tri_commit="test", folder=folder,
-                   echo=lambda line: None)
+                   search={"solver": True}, echo=lambda line: None)
+    assert card.search == {"solver": True} and card.mcts.solver and not params.mcts.solver  # plays with it
+    assert "with `solver: true` over it" in render_card(card)
     assert card.generation == 1 and card.training.tag == "tri/gen-0001" and card.training.generations == 1
     assert card.training.project_commit == git(root, "rev-parse", "tri/gen-0001").strip()
     assert card.training.promoted == 1 and card.training.wall_minutes > 0

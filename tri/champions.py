@@ -62,7 +62,11 @@ class ChampionCard(_Frozen):
     model_id: str = Field(description="content hash of the weights (tri.net)")
     generation: int = Field(ge=0)
     simulations: int = Field(gt=0, description="search budget the champion plays with")
-    params: dict = Field(description="the project's params, in full: mcts is the champion's search")
+    params: dict = Field(description="the project's params, in full: mcts is the champion's search, but for "
+                                     "search below")
+    search: dict = Field(default_factory=dict, description="mcts settings the champion plays with where they "
+                                                           "differ from the params (its training), e.g. "
+                                                           "{'solver': true}")
     training: Training
     evaluations: list[Evaluation]
     check: Evaluation = Field(description="a small slice of the evaluations that the tests replay")
@@ -70,7 +74,20 @@ class ChampionCard(_Frozen):
 
     @property
     def mcts(self) -> MctsParams:
-        return Params(**self.params).mcts
+        return play_search(Params(**self.params).mcts, self.search)
+
+
+def play_search(mcts: MctsParams, search: dict) -> MctsParams:
+    """``mcts`` with a card's ``search`` settings over it; :class:`TriError` (one line) naming a
+    setting that is not one of ``mcts``'s or a value it refuses."""
+    unknown = sorted(set(search) - set(MctsParams.model_fields))
+    if unknown:
+        raise TriError(f"search setting {unknown[0]!r} is not an mcts setting ({', '.join(MctsParams.model_fields)})")
+    try:
+        return MctsParams(**{**mcts.model_dump(), **search})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise TriError(f"search setting {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
 def champions_dir() -> Path:
@@ -127,6 +144,13 @@ def spec_game(text: str) -> str | None:
     return None
 
 
+def _search_text(search: dict) -> str:
+    """How a card's play differs from its params' search, for its Markdown."""
+    if not search:
+        return ""
+    return ", with " + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in sorted(search.items())) + " over it"
+
+
 def render_card(card: ChampionCard) -> str:
     """The card as Markdown (``GAME.md``): what it is, how to use it, how it was trained and
     measured, with every command."""
@@ -136,7 +160,7 @@ def render_card(card: ChampionCard) -> str:
         "",
         (f"`{card.checkpoint}`: generation {card.generation}, model id `{card.model_id}`, "
          f"sha256 `{card.sha256}`. It plays with {card.simulations} simulations of search "
-         f"(`mcts` below)."),
+         f"(`mcts` below{_search_text(card.search)})."),
         "",
         (f"Use it as the player `champion:{card.game}` (or `champion` where {card.game} is the game), e.g. "
          f"`tri arena --game {card.game} champion greedy`."),

@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import yaml
 
 from tri import champions
 from tri.cli.common import CONTEXT, TriGroup, stop_on_signals
+from tri.errors import TriError
 from tri.games import GAMES
 
 
@@ -45,9 +47,12 @@ def champions_group(ctx: click.Context) -> None:
               help="A promoted generation (default: the last promoted).")
 @click.option("--simulations", type=click.IntRange(1), default=None,
               help="Its search budget (default: the project's arena.simulations).")
+@click.option("--search", "search", multiple=True, metavar="KEY=VALUE",
+              help="An mcts setting it plays with over the project's (repeatable), e.g. solver=true; "
+                   "written on the card.")
 @click.option("--note", "notes", multiple=True, help="A line for the card's notes (repeatable).")
 def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, generation: int | None,
-                simulations: int | None, notes: tuple[str, ...]) -> None:
+                simulations: int | None, search: tuple[str, ...], notes: tuple[str, ...]) -> None:
     """Make PROJECT's best network the champion of GAME: the checkpoint, and a model card whose
     figures come from the evaluation commands written on it (run here, from this checkout)."""
     from tri.record.publish import publish  # imports torch and MLflow: only for this command
@@ -55,9 +60,23 @@ def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, ge
     try:
         with stop_on_signals():  # Ctrl-C or SIGTERM: the staging folder goes, nothing is published
             card = publish(game, project, loop=loop_command, tri_commit=tri_commit, generation=generation,
-                           simulations=simulations, notes=notes, echo=click.echo)
+                           simulations=simulations, search=_settings(search), notes=notes, echo=click.echo)
     except KeyboardInterrupt:
         click.echo("tri champions publish: stopped; nothing was published", err=True)
         raise click.exceptions.Exit(130) from None
     folder = champions.champions_dir()
     click.echo(f"published {folder / card.checkpoint} (generation {card.generation}); card {folder / (game + '.md')}")
+
+
+def _settings(pairs: tuple[str, ...]) -> dict:
+    """``KEY=VALUE`` pairs as a dict, each value read as a YAML scalar (``true``, ``3.0``)."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise TriError(f"--search {pair!r}: expected KEY=VALUE, e.g. solver=true")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise TriError(f"--search {pair!r}: {value!r} is not a value") from None
+    return out

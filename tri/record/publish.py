@@ -30,7 +30,8 @@ from pathlib import Path
 
 from tri import atomic, layout
 from tri.atomic import sha256
-from tri.champions import ChampionCard, Evaluation, Training, card_path, champions_dir, render_card
+from tri.champions import (ChampionCard, Evaluation, Training, card_path, champions_dir, play_search,
+                           render_card)
 from tri.config import project_params
 from tri.errors import TriError
 from tri.net import load_checkpoint, save_checkpoint
@@ -102,18 +103,21 @@ CHECKS: dict[str, tuple[str, str]] = {
 
 
 def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation: int | None = None,
-            simulations: int | None = None, folder: Path | None = None, notes: tuple[str, ...] = (),
-            echo=print) -> ChampionCard:
+            simulations: int | None = None, search: dict | None = None, folder: Path | None = None,
+            notes: tuple[str, ...] = (), echo=print) -> ChampionCard:
     """Publish the champion of ``game`` from ``project`` into ``folder`` (default: the champions
     folder); returns its card. ``loop``: the ``tri loop`` command(s) that trained it;
     ``tri_commit``: the tri commit(s) it was trained with; ``simulations``: its search budget
-    (default: the project's ``arena.simulations``). Raises :class:`TriError` (one line)."""
+    (default: the project's ``arena.simulations``); ``search``: ``mcts`` settings it plays with
+    over the project's (e.g. ``{"solver": True}``). Raises :class:`TriError` (one line)."""
     project, folder = Path(project).resolve(), Path(folder or champions_dir())
     if game not in EVALUATIONS:
         raise TriError(f"tri champions publish: no evaluations defined for {game}")
     params = project_params(project)
     if params.game.name != game:
         raise TriError(f"{project}: trains {params.game.name}, not {game}")
+    search = dict(search or {})
+    play_search(params.mcts, search)  # checked before anything runs
     log = _promotions(project)
     generation, entry = _promotion(project, log, generation, tagged=_tags(project))
     source = layout.candidate_path(project, generation)
@@ -129,7 +133,8 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
         card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256=sha256(staging / f"{game}.pt"),
                             model_id=ckpt.model_id, generation=generation,
                             simulations=simulations or params.arena.simulations,
-                            params=params.model_dump(mode="json"), training=training, evaluations=[],
+                            params=params.model_dump(mode="json"), search=search, training=training,
+                            evaluations=[],
                             check=Evaluation(title="pending", command="", result={}), notes=list(notes))
         _write_card(staging, card)  # the commands below need it to find the champion
         evaluations = []
