@@ -422,27 +422,34 @@ def test_cli_init_writes_a_generation_zero_checkpoint(tmp_path, monkeypatch):
     assert not (tmp_path / "x.pt").exists()
 
 
+def _random_model(name: str, spread: float):
+    """``(game, a small eval-mode network)`` for ``name``'s recipe game, its weights uniform in
+    ``[-spread, spread]`` and its BatchNorm statistics a trained network's (not the initial zero
+    heads and unit statistics)."""
+    from tri.config import recipe_params
+
+    game = make_game(recipe_params(name).game)
+    torch.manual_seed(0)
+    model = build_model(game, NetParams(channels=16, blocks=2, value_hidden=16))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.uniform_(-spread, spread)
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+    return game, model.eval()
+
+
 @pytest.mark.parametrize("name", ["triangle", "connect4", "santorini", "pyrga"])
 def test_inference_net_computes_what_the_model_does(name):
     """Self-play's snapshot (BatchNorm folded into the convolutions, channels-last weights) gives
     the model's policy logits and values up to float rounding, for random weights and BatchNorm
     statistics (a trained network's, not the initial zero heads), on a batch and on one
     position; and training the model afterwards leaves the snapshot as it was."""
-    from tri.config import recipe_params
     from tri.net import InferenceNet
 
-    params = recipe_params(name)
-    game = make_game(params.game)
-    torch.manual_seed(0)
-    model = build_model(game, NetParams(channels=16, blocks=2, value_hidden=16))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.uniform_(-0.3, 0.3)
-        for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 2.0)
-    model.eval()
+    game, model = _random_model(name, 0.3)
     fast = InferenceNet(model)
     states = game.initial(np.arange(9))
     for x in (torch.from_numpy(game.encode(states)), torch.from_numpy(game.encode(states[:1]))):
@@ -474,17 +481,9 @@ def test_bfloat16_snapshot_is_close_and_its_heads_stay_float32(name):
     """``mcts.precision: bfloat16``: the snapshot's convolutions in bfloat16 give the model's
     priors and values to within bfloat16's rounding (8 significant bits), the outputs are
     float32, and every evaluator that reads ``precision`` takes it."""
-    from tri.config import recipe_params
     from tri.net import InferenceNet
 
-    params = recipe_params(name)
-    game = make_game(params.game)
-    torch.manual_seed(0)
-    model = build_model(game, NetParams(channels=16, blocks=2, value_hidden=16))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.uniform_(-0.1, 0.1)
-    model.eval()
+    game, model = _random_model(name, 0.1)
     half = InferenceNet(model, dtype=torch.bfloat16)
     assert half.stem.weight.dtype == torch.bfloat16 and half.policy_out.weight.dtype == torch.float32
     states = game.initial(np.arange(9))
