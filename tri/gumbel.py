@@ -127,9 +127,11 @@ class GumbelRoot:
     def targets(self, simulation: int, leaves: int) -> np.ndarray:
         """``[B, leaves] int64``: the visit count the root action of each tree's descents
         ``simulation .. simulation + leaves - 1`` must have (past the schedule: its last entry)."""
-        steps = np.minimum(np.arange(simulation, simulation + leaves), self.schedule.shape[1] - 1)
         if not self.schedule.shape[1]:
             return np.zeros((len(self.schedule), leaves), np.int64)
+        if simulation + leaves <= self.schedule.shape[1]:
+            return self.schedule[:, simulation:simulation + leaves]  # a view: no copy per step
+        steps = np.minimum(np.arange(simulation, simulation + leaves), self.schedule.shape[1] - 1)
         return self.schedule[:, steps]
 
     def result(self, tree) -> tuple[np.ndarray, np.ndarray]:
@@ -202,18 +204,16 @@ def _block_sum(a, lo, n):
 
 
 @nb.njit(cache=True, nogil=True)
-def _pairwise_sum(a, lo, n):
+def _pairwise_sum(a, lo, n, seg_lo, seg_n, stage, sums):
     """``a[lo:lo + n].sum()`` as numpy adds a contiguous float row (pairwise: a row of over 128
     is split in two at a multiple of 8 near its middle, each half summed so, and the two added;
     a shorter one by :func:`_block_sum`), so that :func:`root_scores` gives
     :meth:`GumbelRoot._root_q`'s numbers to the bit. numpy's recursion as a loop over an
-    explicit stack (numba's cache cannot hold a recursive function called by another)."""
+    explicit stack (numba's cache cannot hold a recursive function called by another), kept in
+    the caller's scratch arrays (``seg_lo``, ``seg_n``, ``stage`` int64 and ``sums`` of ``a``'s type,
+    64 entries each: the depth of a row of 2**64) so that a call allocates nothing."""
     if n <= 128:
         return _block_sum(a, lo, n)
-    seg_lo = np.empty(64, np.int64)
-    seg_n = np.empty(64, np.int64)
-    stage = np.zeros(64, np.int64)
-    sums = np.empty(64, a.dtype)
     top, nsums = 0, 0
     seg_lo[0], seg_n[0], stage[0] = lo, n, 0
     while top >= 0:
@@ -254,6 +254,8 @@ def root_scores(children, visits, value_sum, reward, qmin, qmax, legal, probs, n
     q = np.zeros(A)
     weighted = np.zeros(A, probs.dtype)  # summed in the prior's own type, as numpy does
     masked = np.zeros(A)
+    seg_lo, seg_n, stage = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
+    sums32, sums64 = np.empty(64, weighted.dtype), np.empty(64)
     for b in range(B):
         total, most = 0, 0
         for a in range(A):
@@ -271,10 +273,10 @@ def root_scores(children, visits, value_sum, reward, qmin, qmax, legal, probs, n
                 q[a] = 0.0
                 weighted[a] = 0
                 masked[a] = 0.0
-        weight = _pairwise_sum(weighted, 0, A)
+        weight = _pairwise_sum(weighted, 0, A, seg_lo, seg_n, stage, sums32)
         mixed = root_value[b]
         if weight > 0:
-            mixed = (root_value[b] + total * (_pairwise_sum(masked, 0, A) / weight)) / (total + 1)
+            mixed = (root_value[b] + total * (_pairwise_sum(masked, 0, A, seg_lo, seg_n, stage, sums64) / weight)) / (total + 1)
         low, high = min(qmin[b], mixed), max(qmax[b], mixed)
         span = high - low
         scale = (c_visit + most) * c_scale

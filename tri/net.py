@@ -191,8 +191,7 @@ class InferenceNet(nn.Module):
 def masked_policy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     """Softmax over legal actions only: ``[B, A], [B, A] bool -> [B, A]`` (rows with no legal
     action give zeros)."""
-    masked = logits.masked_fill(~legal, float("-inf"))
-    probs = torch.softmax(masked, dim=1)
+    probs = torch.softmax(torch.where(legal, logits, float("-inf")), dim=1)
     return torch.nan_to_num(probs, nan=0.0)
 
 

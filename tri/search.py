@@ -130,11 +130,11 @@ def _node_value(value_sum, visits, virtual, b, c, virtual_value):
 @nb.njit(cache=True, nogil=True)
 def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact, parent, num_nodes,
             qmin, qmax, c_puct, discount, two_player, solver, leaves, root_score, root_target, out_leaf, out_kind,
-            ucb=0.0):
+            out_action, ucb=0.0):
     """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
     ``out_leaf[b, k]`` and its kind to ``out_kind[b, k]``: 0 = a new node to evaluate (already
-    linked to its parent), 1 = an existing terminal node (or, with ``solver``, a proven one below the
-    root), 2 = nothing (tree full or collision).
+    linked to its parent, by the action written to ``out_action[b, k]``), 1 = an existing terminal
+    node (or, with ``solver``, a proven one below the root), 2 = nothing (tree full or collision).
     Every node on a selected path gets a virtual visit, undone by :func:`_backup`.
     Gumbel root: ``root_target[b, k] >= 0`` makes descent ``k`` of tree ``b`` take, at the root,
     the legal action with the best ``root_score [B, A]`` among those whose visits (virtual ones
@@ -164,6 +164,10 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
                     sqrt_n = np.sqrt(max(parent_n, 1))
                     own = value_sum[b, node] / visits[b, node] if visits[b, node] > 0 else 0.0
                     spread = qmax[b] - qmin[b]
+                    # An unvisited action's q is the node's own value: normalised once per node.
+                    own_q = own
+                    if not two_player:
+                        own_q = (own - qmin[b]) / spread if spread > 1e-12 else 0.5
                     best, best_a = -np.inf, -1
                     for a in range(A):
                         p = prior[b, node, a]
@@ -183,11 +187,11 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
                             v = _node_value(value_sum, visits, virtual, b, c, virtual_value)
                             q = reward[b, c] - v if two_player else reward[b, c] + discount * v
                             n_a = visits[b, c] + virtual[b, c]
+                            if not two_player:
+                                q = (q - qmin[b]) / spread if spread > 1e-12 else 0.5
                         else:
-                            q = own
+                            q = own_q
                             n_a = 0
-                        if not two_player:
-                            q = (q - qmin[b]) / spread if spread > 1e-12 else 0.5
                         if ucb > 0:
                             score = 1e9 - a if n_a == 0 else \
                                 0.5 * (1.0 + q) + ucb * np.sqrt(np.log(max(parent_n, 1)) / n_a)
@@ -211,6 +215,7 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
                     virtual[b, c] += 1
                     out_leaf[b, k] = c
                     out_kind[b, k] = 0
+                    out_action[b, k] = best_a
                     break
                 node = c
             if out_kind[b, k] == 2:  # undo the virtual visits of an abandoned path
@@ -220,38 +225,111 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
 
 
 @nb.njit(cache=True, nogil=True)
+def _leaves(states, parent, out_leaf, out_kind, out_action):
+    """The selected leaves of :func:`_select`'s ``out_* [B, K]``, in ``(b, k)`` order: the new
+    ones as ``(tree [M] int64, node [M] int64, action [M] int64, parent's state [M, L])``, then the
+    terminal (or proven) ones as ``(tree [T] int64, node [T] int64)``."""
+    B, K = out_kind.shape
+    m = t = 0
+    for b in range(B):
+        for k in range(K):
+            if out_kind[b, k] == 0:
+                m += 1
+            elif out_kind[b, k] == 1:
+                t += 1
+    new_b, new_node, action = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+    parent_states = np.empty((m, states.shape[2]), states.dtype)
+    term_b, term_node = np.empty(t, np.int64), np.empty(t, np.int64)
+    m = t = 0
+    for b in range(B):
+        for k in range(K):
+            if out_kind[b, k] == 0:
+                node = out_leaf[b, k]
+                new_b[m], new_node[m], action[m] = b, node, out_action[b, k]
+                parent_states[m] = states[b, parent[b, node]]
+                m += 1
+            elif out_kind[b, k] == 1:
+                term_b[t], term_node[t] = b, out_leaf[b, k]
+                t += 1
+    return new_b, new_node, action, parent_states, term_b, term_node
+
+
+@nb.njit(cache=True, nogil=True)
+def _store(states, reward, terminal, exact, new_b, new_node, step_states, step_reward, step_terminal, rows):
+    """Write the new leaves' states, rewards and terminal flags (a terminal one's exact value is 0)
+    into the trees, and ``rows [M]``: each leaf's row among the non-terminal ones (evaluated in
+    that order), -1 for a terminal one. Returns how many are non-terminal."""
+    live = 0
+    for m in range(new_b.shape[0]):
+        b, node = new_b[m], new_node[m]
+        states[b, node] = step_states[m]
+        reward[b, node] = step_reward[m]
+        terminal[b, node] = step_terminal[m]
+        exact[b, node] = 0 if step_terminal[m] else UNKNOWN
+        if step_terminal[m]:
+            rows[m] = -1
+        else:
+            rows[m] = live
+            live += 1
+    return live
+
+
+@nb.njit(cache=True, nogil=True)
+def _backup_path(prior, visits, virtual, value_sum, reward, exact, children, parent, qmin, qmax, b, node, g,
+                 discount, two_player, solver):
+    """Add the leaf value ``g`` (from the side to move at ``node``) to every node of the path from
+    ``node`` up, converted at each edge to the parent's point of view; remove the path's virtual
+    visits; widen ``qmin/qmax`` to each edge's updated mean action value; with ``solver``, a leaf
+    with an exact value proves what it can of its ancestors (:func:`_prove`)."""
+    proving = solver and exact[b, node] != UNKNOWN
+    while node >= 0:
+        visits[b, node] += 1
+        virtual[b, node] -= 1
+        value_sum[b, node] += g
+        p = parent[b, node]
+        if p >= 0:
+            # The normalisation range follows the edges' mean action values (as MuZero).
+            v = value_sum[b, node] / visits[b, node]
+            q = reward[b, node] - v if two_player else reward[b, node] + discount * v
+            qmin[b] = min(qmin[b], q)
+            qmax[b] = max(qmax[b], q)
+            g = reward[b, node] - g if two_player else reward[b, node] + discount * g
+            if proving:
+                proving = _prove(prior, reward, exact, children, b, p)
+        node = p
+
+
+@nb.njit(cache=True, nogil=True)
 def _backup(prior, visits, virtual, value_sum, reward, terminal, exact, children, parent, qmin, qmax,
-            leaf_b, leaf_node, leaf_value, leaf_prior, leaf_legal, discount, two_player, solver):
-    """Write each evaluated leaf's priors (``leaf_prior [M, A]``, illegal -> -1; terminal leaves
-    have an empty row), then add its value to every node on its path, converting it at each edge
-    to the parent's point of view, remove the path's virtual visits, and widen ``qmin/qmax`` to
-    the updated mean action value of every edge on the path. With ``solver``, a leaf with an
-    exact value (terminal or proven) proves what it can of its ancestors (:func:`_prove`)."""
-    for m in range(leaf_b.shape[0]):
-        b, node = leaf_b[m], leaf_node[m]
-        if not terminal[b, node]:
-            for a in range(prior.shape[2]):
-                prior[b, node, a] = leaf_prior[m, a] if leaf_legal[m, a] else -1.0
-        elif prior[b, node, 0] == -2.0:
-            for a in range(prior.shape[2]):
+            new_b, new_node, rows, leaf_prior, leaf_legal, leaf_value, term_b, term_node, discount, two_player,
+            solver):
+    """Back up one step's leaves, the new ones first, then the terminal (or proven) ones
+    (:func:`_backup_path`). A new leaf with ``rows[m] >= 0`` was evaluated as row ``rows[m]`` of
+    ``leaf_prior``, ``leaf_legal [E, A]`` and ``leaf_value [E]``: its priors are written (illegal ->
+    -1) and its value backed up; a terminal one (``rows[m] < 0``) gets no priors and backs up 0.
+    An existing terminal leaf backs up 0, a proven one its exact value (its priors set to -1: selection
+    stops at it)."""
+    A = prior.shape[2]
+    for m in range(new_b.shape[0]):
+        b, node, r = new_b[m], new_node[m], rows[m]
+        if r >= 0:
+            for a in range(A):
+                prior[b, node, a] = leaf_prior[r, a] if leaf_legal[r, a] else -1.0
+            g = np.float64(leaf_value[r])
+        else:
+            for a in range(A):
                 prior[b, node, a] = -1.0
-        g = leaf_value[m]
-        proving = solver and exact[b, node] != UNKNOWN
-        while node >= 0:
-            visits[b, node] += 1
-            virtual[b, node] -= 1
-            value_sum[b, node] += g
-            p = parent[b, node]
-            if p >= 0:
-                # The normalisation range follows the edges' mean action values (as MuZero).
-                v = value_sum[b, node] / visits[b, node]
-                q = reward[b, node] - v if two_player else reward[b, node] + discount * v
-                qmin[b] = min(qmin[b], q)
-                qmax[b] = max(qmax[b], q)
-                g = reward[b, node] - g if two_player else reward[b, node] + discount * g
-                if proving:
-                    proving = _prove(prior, reward, exact, children, b, p)
-            node = p
+            g = 0.0
+        _backup_path(prior, visits, virtual, value_sum, reward, exact, children, parent, qmin, qmax, b, node, g,
+                     discount, two_player, solver)
+    for m in range(term_b.shape[0]):
+        b, node = term_b[m], term_node[m]
+        if not terminal[b, node] or prior[b, node, 0] == -2.0:  # a proven node's priors are done with
+            for a in range(A):
+                prior[b, node, a] = -1.0
+        g = 0.0 if exact[b, node] == UNKNOWN else np.float64(exact[b, node])
+        _backup_path(prior, visits, virtual, value_sum, reward, exact, children, parent, qmin, qmax, b, node, g,
+                     discount, two_player, solver)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -347,50 +425,35 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
 
     out_leaf = np.empty((batch, leaves), np.int32)
     out_kind = np.empty((batch, leaves), np.int8)
+    out_action = np.empty((batch, leaves), np.int32)
     root_score = np.zeros((batch, game.num_actions))
     root_target = np.full((batch, leaves), -1, np.int64)
+    no_prior = np.zeros((0, game.num_actions), np.float32)
+    no_legal = np.zeros((0, game.num_actions), bool)
+    no_value = np.zeros(0, np.float32)
     done = 0
     while done < sims:
         if gumbel is not None:
             root_score, root_target = gumbel.scores(tree, root_score), gumbel.targets(done, leaves)
         _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
                 tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, params.c_puct,
-                params.discount, two_player, solver, leaves, root_score, root_target, out_leaf, out_kind, ucb)
+                params.discount, two_player, solver, leaves, root_score, root_target, out_leaf, out_kind,
+                out_action, ucb)
         done += leaves
-        new_b, new_k = np.nonzero(out_kind == 0)
-        term_b, term_k = np.nonzero(out_kind == 1)
-        new_nodes = out_leaf[new_b, new_k]
+        new_b, new_node, actions, parent_states, term_b, term_node = _leaves(
+            tree.states, tree.parent, out_leaf, out_kind, out_action)
+        rows = np.empty(new_b.size, np.int64)
+        leaf_prior, leaf_legal, leaf_value = no_prior, no_legal, no_value
         if new_b.size:
-            parents = tree.parent[new_b, new_nodes]
-            parent_states = tree.states[new_b, parents]
-            actions = np.argmax(tree.children[new_b, parents] == new_nodes[:, None], axis=1)
             step = game.step(parent_states, actions)
-            tree.states[new_b, new_nodes] = step.states
-            tree.reward[new_b, new_nodes] = step.reward
-            tree.terminal[new_b, new_nodes] = step.terminal
-            tree.exact[new_b, new_nodes] = np.where(step.terminal, 0, UNKNOWN)
-            live = ~step.terminal
-            leaf_prior = np.zeros((new_b.size, game.num_actions), np.float32)
-            leaf_legal = np.zeros((new_b.size, game.num_actions), bool)
-            leaf_value = np.zeros(new_b.size)
-            if live.any():
-                p, lg, v = evaluate(step.states[live])
-                leaf_prior[live], leaf_legal[live], leaf_value[live] = p, lg, v
-        else:
-            leaf_prior = np.zeros((0, game.num_actions), np.float32)
-            leaf_legal = np.zeros((0, game.num_actions), bool)
-            leaf_value = np.zeros(0)
-        all_b = np.concatenate([new_b, term_b]).astype(np.int64)
-        term_nodes = out_leaf[term_b, term_k]
-        all_nodes = np.concatenate([new_nodes, term_nodes]).astype(np.int64)
-        pad = term_b.size
-        term_exact = tree.exact[term_b, term_nodes]  # terminal: 0; with the solver, a proven node's value
+            live = _store(tree.states, tree.reward, tree.terminal, tree.exact, new_b, new_node, step.states,
+                          step.reward, step.terminal, rows)
+            if live:
+                states = step.states if live == new_b.size else step.states[rows >= 0]
+                leaf_prior, leaf_legal, leaf_value = evaluate(states)
         _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
-                tree.children, tree.parent, tree.qmin, tree.qmax, all_b, all_nodes,
-                np.concatenate([leaf_value, np.where(term_exact == UNKNOWN, 0, term_exact).astype(np.float64)]),
-                np.concatenate([leaf_prior, np.zeros((pad, game.num_actions), np.float32)]),
-                np.concatenate([leaf_legal, np.zeros((pad, game.num_actions), bool)]),
-                params.discount, two_player, solver)
+                tree.children, tree.parent, tree.qmin, tree.qmax, new_b, new_node, rows, leaf_prior, leaf_legal,
+                leaf_value, term_b, term_node, params.discount, two_player, solver)
         # Abandoned selections (collisions, full trees) left no virtual visits; nothing to undo.
 
     children = tree.children[:, 0]

@@ -54,7 +54,8 @@ def select(tree: Tree, *, c_puct: float, discount: float = 1.0, two_player: bool
     no_gumbel = np.full((1, leaves), -1, np.int64)  # PUCT at the root too
     _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
             tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, c_puct, discount,
-            two_player, False, leaves, np.zeros((1, tree.prior.shape[2])), no_gumbel, out_leaf, out_kind)
+            two_player, False, leaves, np.zeros((1, tree.prior.shape[2])), no_gumbel, out_leaf, out_kind,
+            np.empty((1, leaves), np.int32))
     return out_leaf[0], out_kind[0]
 
 
@@ -314,20 +315,22 @@ def backup_tree() -> Tree:
     return tree
 
 
-def run_backup(tree: Tree, *, leaf_values: list[float], discount: float, two_player: bool) -> None:
-    leaf_prior = np.array([[0.25, 0.75, 0.5], [0.0, 0.0, 0.0]], np.float32)
-    leaf_legal = np.array([[True, True, False], [False, False, False]])
+def run_backup(tree: Tree, *, leaf_value: float, discount: float, two_player: bool) -> None:
+    """Back up the new leaves 2 (evaluated: row 0, ``leaf_value``) and 3 (terminal: no row)."""
+    leaf_prior = np.array([[0.25, 0.75, 0.5]], np.float32)
+    leaf_legal = np.array([[True, True, False]])
+    none = np.zeros(0, np.int64)
     _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
             tree.children, tree.parent, tree.qmin, tree.qmax, np.array([0, 0], np.int64),
-            np.array([2, 3], np.int64), np.array(leaf_values, np.float64), leaf_prior, leaf_legal, discount,
-            two_player, False)
+            np.array([2, 3], np.int64), np.array([0, -1], np.int64), leaf_prior, leaf_legal,
+            np.array([leaf_value], np.float32), none, none, discount, two_player, False)
 
 
 def test_backup_single_player():
     tree = backup_tree()
     tree.reward[0, 1:4] = [0.5, 0.25, -2.0]
     tree.terminal[0, 3] = True
-    run_backup(tree, leaf_values=[5.0, 0.0], discount=0.9, two_player=False)
+    run_backup(tree, leaf_value=5.0, discount=0.9, two_player=False)
     # Leaf 2 (value 5.0):        node 2 += 5.0
     #   edge 1->2: g = 0.25 + 0.9 * 5.0  = 4.75   -> node 1 += 4.75  (3.0 -> 7.75)
     #              mean Q = 0.25 + 0.9 * 5/1 = 4.75                  -> qmax 4.75
@@ -349,7 +352,7 @@ def test_backup_two_player():
     tree = backup_tree()
     tree.reward[0, 1:4] = [0.0, 0.0, 1.0]  # node 3: the mover won
     tree.terminal[0, 3] = True
-    run_backup(tree, leaf_values=[0.25, 0.0], discount=0.9, two_player=True)
+    run_backup(tree, leaf_value=0.25, discount=0.9, two_player=True)
     # Leaf 2 (0.25 for its side to move):  node 2 += 0.25
     #   edge 1->2: g = 0 - 0.25    = -0.25 -> node 1 += -0.25 (3.0 -> 2.75)
     #   edge 0->1: g = 0 - (-0.25) =  0.25 -> root   +=  0.25 (6.0 -> 6.25)
@@ -371,6 +374,7 @@ def test_select_then_backup_leaves_no_virtual_visits():
     m = leaf.size
     _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
             tree.children, tree.parent, tree.qmin, tree.qmax, np.zeros(m, np.int64), leaf.astype(np.int64),
-            np.full(m, 1.0), np.full((m, A), 0.25, np.float32), np.ones((m, A), bool), 0.9, False, False)
+            np.arange(m), np.full((m, A), 0.25, np.float32), np.ones((m, A), bool), np.full(m, 1.0, np.float32),
+            np.zeros(0, np.int64), np.zeros(0, np.int64), 0.9, False, False)
     assert tree.virtual.sum() == 0
     assert tree.visits[0, 0] == 6
