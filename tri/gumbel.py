@@ -152,7 +152,7 @@ def scheduled_action(children, prior, visits, virtual, root_score, b, target):
     """Sequential halving's root action for tree ``b`` of the search's arrays (``children`` and
     ``prior [B, N, A]``, ``visits`` and ``virtual [B, N]``): the best ``root_score [B, A]`` among
     the legal actions with ``target`` visits (pending ones counted); else the best among the most
-    visited. Called by the search's selection (:func:`tri.search._select`)."""
+    visited. Called by the search's selection (:func:`tri.search_kernels._select`)."""
     A = prior.shape[2]
     best, best_a, most = -np.inf, -1, -1
     for a in range(A):

@@ -11,7 +11,8 @@ from tests.search.fakes import TicTacToe, hash_evaluator
 from tri.config import MctsParams
 from tri.games.triangle.game import TriangleGame
 from tri.gumbel import GumbelRoot, considered_visits
-from tri.search import Tree, _select, search
+from tri.search import Tree, search
+from tri.search_kernels import _select
 
 
 def test_schedule_halves_the_considered_actions():

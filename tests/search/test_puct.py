@@ -1,4 +1,4 @@
-"""PUCT selection (``tri.search._select``) and backup (``tri.search._backup``) on tiny hand-made
+"""PUCT selection (``tri.search_kernels._select``) and backup (``tri.search_kernels._backup``) on tiny hand-made
 trees whose scores are worked out by hand in the comments.
 
 Every tree here has one batch entry, ``A = 4`` actions, and room for a few nodes. Scores are
@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tri.search import Tree, _backup, _select
+from tri.search import Tree
+from tri.search_kernels import _backup, _select
 
 A = 4
 

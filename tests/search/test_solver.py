@@ -1,4 +1,4 @@
-"""The search's solver (``mcts.solver``, :func:`tri.search._prove`): every value it proves is
+"""The search's solver (``mcts.solver``, :func:`tri.search_kernels._prove`): every value it proves is
 the exact minimax value, checked on every Tic-Tac-Toe position against the exhaustive solver
 (:func:`tri.evaluate.solve`, itself checked against a plain-Python negamax), and the root's
 decision keeps to the best proven moves."""
