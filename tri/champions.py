@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tri.atomic import sha256
 from tri.config import MctsParams, Params, Runtime
@@ -71,6 +71,17 @@ class ChampionCard(_Frozen):
     evaluations: list[Evaluation]
     check: Evaluation = Field(description="a small slice of the evaluations that the tests replay")
     notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _float32_before_precision(cls, data):
+        """A card written before ``mcts.precision`` existed searched in float32: its params say so
+        (the default is now ``auto``)."""
+        if isinstance(data, dict) and isinstance(data.get("params"), dict):
+            mcts = data["params"].get("mcts")
+            if isinstance(mcts, dict) and "precision" not in mcts:
+                data = {**data, "params": {**data["params"], "mcts": {**mcts, "precision": "float32"}}}
+        return data
 
     @property
     def mcts(self) -> MctsParams:

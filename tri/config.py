@@ -109,12 +109,13 @@ class MctsParams(BaseModel):
     gumbel_c_scale: float = Field(1.0, gt=0, description="gumbel: c_scale in sigma(q), q normalised to [0, "
                                                          "1]; higher: the value outweighs the prior's logits "
                                                          "more")
-    precision: Literal["float32", "bfloat16"] = Field(
-        "float32", description="the number format of the network's convolutions during search (their "
-                               "heads stay float32); bfloat16: about 2x the evaluations per second where "
-                               "the CPU computes it natively (AVX512-BF16 or AMX; `tri bench search` "
-                               "measures both), far slower where it does not; a champion searches as "
-                               "its card says")
+    precision: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="the number format of the network's convolutions during search (their heads "
+                            "stay float32); bfloat16: about 2x the evaluations per second where the "
+                            "hardware computes it natively (a CPU with AVX512-BF16 or AMX, a CUDA GPU "
+                            "with bfloat16), far slower where it does not; auto: bfloat16 where native, "
+                            "else float32 (so results are reproducible per machine); a champion searches "
+                            "as its card says")
 
 
 class SelfplayParams(BaseModel):

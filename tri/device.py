@@ -10,13 +10,17 @@
   machine. (A GPU gives other bytes than the CPU: results are reproducible per device.)
 - :func:`training_autocast`: the forward pass's precision in training: bf16 autocast on CUDA,
   nothing on any other device (the CPU's float32 bytes stay as they were).
+- :func:`resolve_precision`: ``mcts.precision`` to the number format searches use on a device:
+  ``auto`` is bfloat16 where the hardware computes it natively, else float32.
 - :func:`synchronize`: wait for the device's queued work (for timing; nothing on the CPU).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch
 
@@ -80,3 +84,33 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize(device)
     elif kind == "mps":
         torch.mps.synchronize()
+
+
+@functools.lru_cache(maxsize=4)
+def cpu_has_native_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU computes bfloat16 natively (x86's AVX512-BF16 or AMX-BF16 among the
+    ``flags`` of ``cpuinfo``; False where that file is absent). oneDNN emulates bfloat16 on other
+    CPUs, several times slower than float32."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return False
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def resolve_precision(precision: str, device: str) -> str:
+    """``mcts.precision`` on ``device`` (a resolved torch device name): ``float32`` and
+    ``bfloat16`` as given; ``auto`` -> ``bfloat16`` on a CUDA GPU that supports it or a CPU that
+    computes it natively (:func:`cpu_has_native_bfloat16`), else ``float32`` (MPS included)."""
+    if precision != "auto":
+        return precision
+    kind = torch.device(device).type
+    if kind == "cuda":
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+    if kind == "cpu":
+        return "bfloat16" if cpu_has_native_bfloat16() else "float32"
+    return "float32"

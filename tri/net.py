@@ -37,6 +37,7 @@ from torch import nn
 
 from tri import atomic
 from tri.config import NetParams
+from tri.device import resolve_precision
 from tri.errors import TriError
 from tri.games import game_from_meta
 
@@ -371,8 +372,10 @@ def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cp
     softmax, decoded values. Whatever the device, the arrays come back as numpy on the CPU
     (float32 priors and values), where the search runs. ``fast``: through an
     :class:`InferenceNet` snapshot of the model (self-play), not the model itself;
-    ``precision`` (``mcts.precision``) ``"bfloat16"``: through a bfloat16 snapshot (fast or not)."""
+    ``precision`` (``mcts.precision``; ``auto`` resolved for ``device`` by
+    :func:`tri.device.resolve_precision`) ``"bfloat16"``: through a bfloat16 snapshot (fast or not)."""
     model = model.to(device).eval()
+    precision = resolve_precision(precision, str(device))
     if fast or precision != "float32":
         model = InferenceNet(model, dtype=getattr(torch, precision)).to(device)
 

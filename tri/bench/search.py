@@ -35,7 +35,7 @@ import numpy as np
 
 from tri.agents import MctsAgent
 from tri.config import Params, Runtime
-from tri.device import resolve_device, synchronize, torch_threads
+from tri.device import resolve_device, resolve_precision, synchronize, torch_threads
 from tri.games import make_game
 from tri.net import InferenceNet, build_model, make_evaluator
 from tri.search import search
@@ -65,7 +65,8 @@ class SearchBench:
     alphatriangle_seconds: float
     speedup_vs_alphatriangle: float
     device: str
-    precision: str  # mcts.precision: the snapshot's number format
+    precision: str  # the snapshot's number format: mcts.precision, auto resolved for the device
+    precision_setting: str  # mcts.precision as the params say it (auto, float32 or bfloat16)
 
 
 def to_json(benches: list[SearchBench]) -> str:
@@ -91,7 +92,7 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
 
     game = make_game(params.game)
     model = build_model(game, params.net).eval()
-    precision = params.mcts.precision
+    precision = resolve_precision(params.mcts.precision, device)
     evaluators = {"fast": make_evaluator(model, game, device, fast=True, precision=precision),  # moves the model
                   "eager": make_evaluator(model, game, device)}
     nets = {"fast": InferenceNet(model, dtype=getattr(torch, precision)).to(device), "eager": model}
@@ -166,7 +167,7 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
                        sims_share=sims_rate / net_rate,
                        move_2048_seconds=move, move_2048_leaves=leaves, move_2048_threads=move_threads, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
                        speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, device=device,
-                       precision=precision)
+                       precision=precision, precision_setting=params.mcts.precision)
 
 
 def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
@@ -179,7 +180,8 @@ def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
     first = benches[0]
     table = Table(title=f"tri bench search on {first.device} (medians; batch {first.batch}, "
                         f"{first.simulations} simulations per move, torch on 1 thread, the snapshot in "
-                        f"{first.precision})", title_justify="left")
+                        f"{first.precision}{' (auto)' if first.precision_setting == 'auto' else ''})",
+                  title_justify="left")
     table.add_column("figure", justify="left")
     for b in benches:
         table.add_column(f"{b.root}{' (the params)' if b.shipped else ''}", justify="right")

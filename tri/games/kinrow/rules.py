@@ -136,9 +136,11 @@ def grid_symmetries(rows: int, cols: int, square: bool) -> list[tuple[str, np.nd
 # The measured recipes (README, "Learning runs"): params.yaml sections, over the embedded
 # defaults, that met each game's target on this machine.
 # Both search with PUCT and Dirichlet root noise (the defaults are the triangle's Gumbel search);
-# discount and c_scale do not act then, but are pinned so `tri new` writes what these trained with.
+# discount and c_scale do not act then, but are pinned so `tri new` writes what these trained with;
+# so is float32, the number format they were measured in (the default, auto, would be bfloat16 on
+# a CPU that computes it natively).
 _PUCT = {"dirichlet_alpha": 1.0, "dirichlet_fraction": 0.25, "gumbel": False, "discount": 0.99,
-         "gumbel_c_scale": 0.1}
+         "gumbel_c_scale": 0.1, "precision": "float32"}
 CONNECT4_RECIPE: dict[str, dict] = {
     "net": {"channels": 64, "blocks": 5, "value_hidden": 64},
     "mcts": {**_PUCT, "simulations": 96},
