@@ -51,10 +51,10 @@ def test_the_shipped_champion_matches_its_card(game):
     assert (SHIPPED / f"{game}.md").read_text() == render_card(card)
     # Trained with the game's recipe: `tri new DIR --game GAME` writes these very params (a recipe's
     # precision `auto` is whichever format the training machine computes natively: the card names it).
-    recipe = recipe_params(game)
+    params, recipe = Params(**card.params), recipe_params(game)
     if recipe.mcts.precision == "auto":
-        recipe = recipe.model_copy(update={"mcts": recipe.mcts.model_copy(update={"precision": card.mcts.precision})})
-    assert Params(**card.params) == recipe
+        recipe = recipe.model_copy(update={"mcts": recipe.mcts.model_copy(update={"precision": params.mcts.precision})})
+    assert params == recipe
     assert card.training.tag == f"tri/gen-{card.generation:04d}"
     assert [e.command for e in card.evaluations] == [c for _, c in EVALUATIONS[game]]
     assert card.check.command == CHECKS[game][1]
