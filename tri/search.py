@@ -99,8 +99,9 @@ def search_bytes(batch: int, simulations: int, num_actions: int, state_size: int
                 + 4 + 4 + 8 + 4 + 1 + 1 + 4)  # visits, virtual, value_sum, reward, terminal, exact, parent
     per_tree = nodes * per_node + 4 + 8 + 8  # num_nodes, qmin, qmax
     leaves = leaves_per_step
-    # out_leaf int32 and out_kind int8; each new leaf's state, prior float32, legal bool and value
-    per_step = batch * leaves * (4 + 1 + 8 * state_size + 5 * num_actions + 8)
+    # out_leaf, out_action int32 and out_kind int8; each new leaf's tree, node, action and row
+    # (int64), its parent's state and its own, prior float32, legal bool and value
+    per_step = batch * leaves * (4 + 4 + 1 + 4 * 8 + 2 * 8 * state_size + 5 * num_actions + 8)
     total = batch * per_tree + per_step
     if gumbel_actions > 0:
         total += root_bytes(batch, simulations, num_actions, gumbel_actions)
