@@ -148,25 +148,28 @@ def test_training_restores_the_thread_count_after_a_failure(tmp_path):
         assert torch.get_num_threads() == 2
 
 
-def test_no_autocast_off_cuda():
-    """On the CPU (and MPS) training's forward pass runs in float32, as before devices were used."""
-    for name in ("cpu", "mps"):
-        assert isinstance(training_autocast(name), contextlib.nullcontext)
+def test_training_in_float32_autocasts_nothing():
+    """``train.precision: float32`` (and MPS whatever it says): the forward pass in float32."""
+    for name, precision in (("cpu", "float32"), ("cuda:0", "float32"), ("mps", "float32"), ("mps", "bfloat16")):
+        assert isinstance(training_autocast(name, precision), contextlib.nullcontext)
     game = make_game(behaviour.CASES["connect4"].game)
     model = build_model(game, behaviour.NET)
-    with training_autocast("cpu"):
+    with training_autocast("cpu", "float32"):
         assert not torch.is_autocast_enabled("cpu")
         logits, value = model(torch.from_numpy(game.encode(game.initial(np.arange(2)))))
     assert logits.dtype == torch.float32 and value.dtype == torch.float32
     synchronize("cpu")  # nothing to wait for
 
 
-def test_autocast_on_cuda_is_bf16():
+def test_training_in_bfloat16_autocasts_on_cuda_and_the_cpu():
     with warnings.catch_warnings():  # without CUDA, torch warns that it disables this autocast
         warnings.simplefilter("ignore", UserWarning)
-        context = training_autocast("cuda:0")
+        context = training_autocast("cuda:0", "bfloat16")
     assert isinstance(context, torch.autocast)
     assert context.device == "cuda" and context.fast_dtype == torch.bfloat16
+    context = training_autocast("cpu", "bfloat16")
+    assert isinstance(context, torch.autocast) and context.device == "cpu"
+    assert context.fast_dtype == torch.bfloat16
 
 
 def test_on_cpu_keeps_the_structure():
@@ -180,17 +183,17 @@ def test_on_cpu_keeps_the_structure():
 
 
 def test_the_gpu_path_of_training_rehearsed_on_the_cpu(tmp_path, monkeypatch):
-    """What training does only off the CPU, run here: bf16 autocast (CPU autocast standing in
-    for CUDA's) with the losses in float32, and the optimizer state copied to the CPU before
+    """What training does off the CPU, run here: bf16 autocast (``train.precision: bfloat16``, the
+    CPU's autocast standing in for CUDA's) with the losses in float32, and the optimizer state copied to the CPU before
     saving (a device named ``cpu:0`` takes that branch). The candidate is float32, finite, and
     loads with ``weights_only=True``; the next generation continues its optimizer."""
     params = behaviour.CASES["triangle-puct"]
+    params = params.model_copy(update={"train": params.train.model_copy(update={"precision": "bfloat16"})})
     game = make_game(params.game)
     initial, folder = tmp_path / "gen-0000.pt", tmp_path / "sp"
     save_checkpoint(initial_checkpoint(game, params.net), initial)
     selfplay.run(params, initial, folder, runtime=Runtime(workers=1, device="cpu"))
     monkeypatch.setattr(train, "resolve_device", lambda name: "cpu:0")
-    monkeypatch.setattr(train, "training_autocast", lambda name: torch.autocast("cpu", dtype=torch.bfloat16))
     first = train.run(params, initial, [folder], tmp_path / "c1.pt", runtime=Runtime(device="cuda"))
     second = train.run(params, tmp_path / "c1.pt", [folder], tmp_path / "c2.pt")
     for result in (first, second):

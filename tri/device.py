@@ -8,10 +8,10 @@
   them, so every stage whose results are recorded (self-play, arena, evaluation, the rendered
   game) plays on one thread, and training on ``train.threads``, a param: the same bytes on any
   machine. (A GPU gives other bytes than the CPU: results are reproducible per device.)
-- :func:`training_autocast`: the forward pass's precision in training: bf16 autocast on CUDA,
-  nothing on any other device (the CPU's float32 bytes stay as they were).
-- :func:`resolve_precision`: ``mcts.precision`` to the number format searches use on a device:
-  ``auto`` is bfloat16 where the hardware computes it natively, else float32.
+- :func:`training_autocast`: the forward pass's precision in training (``train.precision``):
+  bf16 autocast on CUDA or the CPU, or nothing.
+- :func:`resolve_precision`: ``mcts.precision`` or ``train.precision`` to the number format used
+  on a device: ``auto`` is bfloat16 where the hardware computes it natively, else float32.
 - :func:`synchronize`: wait for the device's queued work (for timing; nothing on the CPU).
 """
 
@@ -68,11 +68,14 @@ def torch_threads(n: int = 1) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def training_autocast(device: str) -> contextlib.AbstractContextManager:
-    """``torch.autocast("cuda", dtype=torch.bfloat16)`` on a CUDA device, else a block that
-    changes nothing (on the CPU, training's bytes must not change; MPS trains in float32)."""
-    if torch.device(device).type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+def training_autocast(device: str, precision: str) -> contextlib.AbstractContextManager:
+    """The forward pass's number format in training: ``torch.autocast(..., dtype=torch.bfloat16)``
+    on a CUDA device or the CPU when ``precision`` (``train.precision``, resolved by
+    :func:`resolve_precision`) is ``bfloat16``, else a block that changes nothing (MPS trains in
+    float32)."""
+    kind = torch.device(device).type
+    if precision == "bfloat16" and kind in ("cuda", "cpu"):
+        return torch.autocast(kind, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -103,9 +106,10 @@ def cpu_has_native_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
 
 
 def resolve_precision(precision: str, device: str) -> str:
-    """``mcts.precision`` on ``device`` (a resolved torch device name): ``float32`` and
-    ``bfloat16`` as given; ``auto`` -> ``bfloat16`` on a CUDA GPU that supports it or a CPU that
-    computes it natively (:func:`cpu_has_native_bfloat16`), else ``float32`` (MPS included)."""
+    """``mcts.precision`` or ``train.precision`` on ``device`` (a resolved torch device name):
+    ``float32`` and ``bfloat16`` as given; ``auto`` -> ``bfloat16`` on a CUDA GPU that supports it
+    or a CPU that computes it natively (:func:`cpu_has_native_bfloat16`), else ``float32`` (MPS
+    included)."""
     if precision != "auto":
         return precision
     kind = torch.device(device).type

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 from tri import atomic, layout
 from tri.config import Params, Runtime
-from tri.device import resolve_device, torch_threads, training_autocast
+from tri.device import resolve_device, resolve_precision, torch_threads, training_autocast
 from tri.errors import TriError
 from tri.games import make_game
 from tri.net import Checkpoint, load_checkpoint, save_checkpoint, two_hot
@@ -205,12 +205,12 @@ def _minibatch(game, symmetries, window: dict[str, np.ndarray], idx: np.ndarray,
 
 def _losses(net, game, tp, batch: dict[str, np.ndarray], device: str):
     """``(loss, policy_loss, value_loss)`` of one minibatch on ``device``: the forward pass under
-    :func:`tri.device.training_autocast` (bf16 on CUDA), the losses in float32."""
+    :func:`tri.device.training_autocast` (``train.precision``), the losses in float32."""
 
     def tensor(name: str) -> torch.Tensor:
         return torch.from_numpy(batch[name]).to(device)
 
-    with training_autocast(device):
+    with training_autocast(device, resolve_precision(tp.precision, device)):
         logits, value_out = net(tensor("x"))
     logits, value_out = logits.float(), value_out.float()  # no-ops in float32
     target_v = tensor("value_target")
