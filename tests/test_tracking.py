@@ -23,6 +23,7 @@ import pytest
 from tri import arena, atomic, layout, promote, selfplay, train
 from tri.arena_result import load_result
 from tri.config import Params, Runtime
+from tri.device import resolve_device, resolve_precision
 from tri.errors import TriError
 from tri.games import make_game
 from tri.net import initial_checkpoint, load_checkpoint, save_checkpoint
@@ -160,6 +161,9 @@ def test_runs_params_metrics_and_provenance(project):
         assert run.info.run_name == f"gen-{g:04d}" and run.info.status == "FINISHED"
         assert tags["mlflow.parentRunId"] == project["parent"] and run.info.run_id == project["records"][g].run_id
         assert tags["tri.project_name"] == root.name and "tri.root" not in tags and tags["tri.version"]
+        device = resolve_device(Runtime().device)  # what the stages ran on, and the formats auto gives there
+        assert (tags["tri.device"], tags["tri.precision.search"], tags["tri.precision.train"]) == \
+            (device, resolve_precision(PARAMS.mcts.precision, device), resolve_precision(PARAMS.train.precision, device))
         assert (tags["tri.seed.selfplay"], tags["tri.seed.train"], tags["tri.seed.arena"], tags["tri.seed.net"]) == \
             tuple(str(s) for s in (PARAMS.selfplay.seed, PARAMS.train.seed, PARAMS.arena.seed, PARAMS.net.seed))
         assert tags["tri.dvc.train.models/best.pt"] == "0123456789abcdef0123456789abcdef"

@@ -7,7 +7,8 @@
 - :func:`log_generation`: one run per generation from the files its stages wrote (the paths of
   :func:`tri.layout.generation_paths`): params, self-play, training and arena metrics, artifacts
   (checkpoint, learning curve, arena table, the picture of a game the flow drew), provenance
-  tags; the run starts and ends when the generation did (given by the flow). Metric names are
+  tags (with the device and the number formats ``precision: auto`` resolved to); the run starts
+  and ends when the generation did (given by the flow). Metric names are
   sectioned for MLflow's charts (:mod:`tri.record.outputs`). The candidate becomes a version of
   the registered model ``tri-<game>``; the latest promoted one carries the alias ``champion``
   (:mod:`tri.record.registry`). Calling it again for the same generation and files changes
@@ -57,6 +58,17 @@ class GenerationRecord:
     champion_version: int | None
 
 
+def precision_tags(params: Params, runtime: Runtime | None = None) -> dict[str, str]:
+    """The device a run's stages use (``TRI_DEVICE`` resolved) and the number formats ``auto``
+    resolves to there: ``mcts.precision`` and ``train.precision`` as run, which the params alone
+    do not say (bfloat16 where the hardware computes it natively, else float32)."""
+    from tri.device import resolve_device, resolve_precision  # torch: loaded by every stage anyway
+
+    device = resolve_device((runtime or Runtime()).device)
+    return {"tri.device": device, "tri.precision.search": resolve_precision(params.mcts.precision, device),
+            "tri.precision.train": resolve_precision(params.train.precision, device)}
+
+
 def _log_params(client, run_id: str, params: Params) -> None:
     # mlflow takes about 2 s to import: only when tracking is on (a client exists).
     from mlflow.entities import Param
@@ -79,7 +91,8 @@ def start_loop(root: Path, params: Params, *, name: str | None = None, tags: Map
         return None
     exp = mlstore.experiment_id(client, s, params.game.name)
     run = client.create_run(exp, run_name=name or time.strftime("loop-%Y%m%d-%H%M%S"),
-                            tags={**base_tags(root, params, "loop"), **(tags or {})})
+                            tags={**base_tags(root, params, "loop"), **precision_tags(params, runtime),
+                                  **(tags or {})})
     _log_params(client, run.info.run_id, params)
     return run.info.run_id
 
@@ -134,7 +147,8 @@ def log_evaluation(root: Path, params: Params, name: str, metrics: Mapping[str, 
     from mlflow.entities import Metric, Param  # mlflow: ~2 s to import, only with a store
 
     exp = mlstore.experiment_id(client, s, params.game.name)
-    run = client.create_run(exp, run_name=name, tags={**base_tags(root, params, "eval"), **(tags or {})})
+    run = client.create_run(exp, run_name=name, tags={**base_tags(root, params, "eval"),
+                                                      **precision_tags(params, runtime), **(tags or {})})
     now = int(time.time() * 1000)
     # MLflow names allow letters, digits and _-. :/ only (an m,n,k row is named "3x3 k=3").
     clean = {re.sub(r"[^A-Za-z0-9_\-. :/]", "_", k): float(v) for k, v in metrics.items()}
@@ -312,7 +326,8 @@ def log_generation(params: Params, paths: layout.GenerationPaths, *, parent_run_
         if parent_run_id:
             _refresh_parent(client, parent_run_id, exp, project, root, generation, None)
         return kept
-    run_tags = {**base_tags(root, params, "generation"), "tri.generation": str(generation),
+    run_tags = {**base_tags(root, params, "generation"), **precision_tags(params, runtime),
+                "tri.generation": str(generation),
                 "tri.model_id": inputs.model_id, "tri.candidate_sha256": inputs.sha256,
                 "tri.fingerprint": inputs.fingerprint, "tri.promoted": str(inputs.promoted).lower(),
                 "tri.logged": "false", **(tags or {})}
