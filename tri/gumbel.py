@@ -120,7 +120,7 @@ class GumbelRoot:
         :meth:`_root_q` and :meth:`_sigma` give, to the bit."""
         out = np.empty(self.legal.shape) if out is None else out
         root_scores(tree.children, tree.visits, tree.value_sum, tree.reward, tree.qmin, tree.qmax, self.legal,
-                    self.probs, self.noisy_logits, self.root_value, self.c_visit, self.c_scale, self.two_player,
+                    tree.legal_actions[:, 0], tree.num_legal[:, 0], self.probs, self.noisy_logits, self.root_value, self.c_visit, self.c_scale, self.two_player,
                     self.discount, out)
         return out
 
@@ -148,14 +148,18 @@ class GumbelRoot:
 
 
 @nb.njit(cache=True, nogil=True)
-def scheduled_action(children, prior, visits, virtual, root_score, b, target):
+def scheduled_action(children, prior, legal_actions, num_legal, visits, virtual, root_score, b, target):
     """Sequential halving's root action for tree ``b`` of the search's arrays (``children`` and
-    ``prior [B, N, A]``, ``visits`` and ``virtual [B, N]``): the best ``root_score [B, A]`` among
-    the legal actions with ``target`` visits (pending ones counted); else the best among the most
-    visited. Called by the search's selection (:func:`tri.search_kernels._select`)."""
-    A = prior.shape[2]
+    ``prior [B, N, A]``, the root's legal actions' list ``legal_actions [B, N, A]`` and
+    ``num_legal [B, N]`` (-1: none, the ``prior`` row is scanned), ``visits`` and ``virtual
+    [B, N]``): the best ``root_score [B, A]`` among the legal actions with ``target`` visits
+    (pending ones counted); else the best among the most visited. Called by the search's
+    selection (:func:`tri.search_kernels._select`)."""
+    listed = num_legal[b, 0] >= 0
+    count = num_legal[b, 0] if listed else prior.shape[2]
     best, best_a, most = -np.inf, -1, -1
-    for a in range(A):
+    for j in range(count):
+        a = np.int64(legal_actions[b, 0, j]) if listed else j
         if prior[b, 0, a] < 0:
             continue
         c = children[b, 0, a]
@@ -164,7 +168,8 @@ def scheduled_action(children, prior, visits, virtual, root_score, b, target):
         if n == target and root_score[b, a] > best:
             best, best_a = root_score[b, a], a
     if best_a < 0:
-        for a in range(A):
+        for j in range(count):
+            a = np.int64(legal_actions[b, 0, j]) if listed else j
             if prior[b, 0, a] < 0:
                 continue
             c = children[b, 0, a]
@@ -241,24 +246,28 @@ def _pairwise_sum(a, lo, n, seg_lo, seg_n, stage, sums):
 
 
 @nb.njit(cache=True, nogil=True)
-def root_scores(children, visits, value_sum, reward, qmin, qmax, legal, probs, noisy_logits, root_value,
-                c_visit, c_scale, two_player, discount, out):
+def root_scores(children, visits, value_sum, reward, qmin, qmax, legal, legal_actions, num_legal, probs,
+                noisy_logits, root_value, c_visit, c_scale, two_player, discount, out):
     """``out [B, A]`` = ``g + logit + sigma(completed q)`` of every root's actions, ``-inf`` where
     illegal (:meth:`GumbelRoot.scores`), from the search's arrays (``children [B, N, A]``,
-    ``visits``, ``value_sum``, ``reward [B, N]``, ``qmin``, ``qmax [B]``) and the root's
-    (``legal``, ``probs``, ``noisy_logits [B, A]``, ``root_value [B]``): the arithmetic of
-    :meth:`GumbelRoot._root_q` and :meth:`GumbelRoot._sigma` in the same order, per tree, with
-    no ``[B, A]`` temporaries."""
+    ``visits``, ``value_sum``, ``reward [B, N]``, ``qmin``, ``qmax [B]``), the roots' lists of
+    legal actions (``legal_actions [B, A]``, the first ``num_legal [B]`` of each row; -1: no list,
+    every action is looked at) and the root's (``legal``, ``probs``, ``noisy_logits [B, A]``,
+    ``root_value [B]``): the arithmetic of :meth:`GumbelRoot._root_q` and
+    :meth:`GumbelRoot._sigma` in the same order, per tree, with no ``[B, A]`` temporaries."""
     B, A = legal.shape
     n = np.zeros(A, np.int64)
     q = np.zeros(A)
     weighted = np.zeros(A, probs.dtype)  # summed in the prior's own type, as numpy does
-    masked = np.zeros(A)
+    masked = np.zeros(A)  # the scratch rows stay zero but for the listed actions of the row at hand
     seg_lo, seg_n, stage = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
     sums32, sums64 = np.empty(64, weighted.dtype), np.empty(64)
     for b in range(B):
+        listed = num_legal[b] >= 0
+        count = num_legal[b] if listed else A
         total, most = 0, 0
-        for a in range(A):
+        for j in range(count):
+            a = np.int64(legal_actions[b, j]) if listed else j
             c = children[b, 0, a]
             n[a] = visits[b, c] if c >= 0 else 0
             total += n[a]
@@ -280,7 +289,11 @@ def root_scores(children, visits, value_sum, reward, qmin, qmax, legal, probs, n
         low, high = min(qmin[b], mixed), max(qmax[b], mixed)
         span = high - low
         scale = (c_visit + most) * c_scale
-        for a in range(A):
+        if listed:
+            out[b] = -np.inf
+        for j in range(count):
+            a = np.int64(legal_actions[b, j]) if listed else j
+            weighted[a], masked[a] = 0, 0.0  # back to zero for the next row
             if not legal[b, a]:
                 out[b, a] = -np.inf
                 continue

@@ -40,7 +40,7 @@ import numpy as np
 from tri.config import MctsParams
 from tri.games.base import Game
 from tri.gumbel import GumbelRoot, root_bytes
-from tri.search_kernels import UNKNOWN, _backup, _leaves, _select, _store
+from tri.search_kernels import UNKNOWN, _backup, _leaves, _list_legal, _select, _store
 
 
 # evaluate(states [M, L]) -> (priors [M, A] float32 summing to 1 over legal actions,
@@ -53,7 +53,10 @@ class Tree:
     """Search trees of ``B`` games with room for ``N`` nodes each.
 
     states [B, N, L] uint64; children [B, N, A] int32 (-1 = not created); prior [B, N, A]
-    float32 (-1 = illegal); visits [B, N] int32; virtual [B, N] int32 (pending visits);
+    float32 (-1 = illegal); legal_actions [B, N, A] int16 (int32 past 32,767 actions) and
+    num_legal [B, N] int32: an evaluated node's legal actions in increasing order, the first
+    ``num_legal`` of its row (-1 = not listed: selection scans the node's ``prior`` row, as for a
+    tree built by hand); visits [B, N] int32; virtual [B, N] int32 (pending visits);
     value_sum [B, N] float64 (side to move at the node); reward [B, N] float32 (edge into the
     node); terminal [B, N] bool; exact [B, N] int8 (the solver's proven value from the side to
     move, -1, 0 or 1; ``UNKNOWN`` = not proven); parent [B, N] int32; num_nodes [B] int32;
@@ -63,6 +66,8 @@ class Tree:
     states: np.ndarray
     children: np.ndarray
     prior: np.ndarray
+    legal_actions: np.ndarray
+    num_legal: np.ndarray
     visits: np.ndarray
     virtual: np.ndarray
     value_sum: np.ndarray
@@ -79,6 +84,9 @@ class Tree:
         return cls(states=np.zeros((batch, nodes, state_size), np.uint64),
                    children=np.full((batch, nodes, num_actions), -1, np.int32),
                    prior=np.full((batch, nodes, num_actions), -1, np.float32),
+                   # Only the first num_legal entries of a row are ever read: no fill needed.
+                   legal_actions=np.empty((batch, nodes, num_actions), np.int16 if num_actions < 2**15 else np.int32),
+                   num_legal=np.full((batch, nodes), -1, np.int32),
                    visits=np.zeros((batch, nodes), np.int32), virtual=np.zeros((batch, nodes), np.int32),
                    value_sum=np.zeros((batch, nodes)), reward=np.zeros((batch, nodes), np.float32),
                    terminal=np.zeros((batch, nodes), bool),
@@ -95,8 +103,8 @@ def search_bytes(batch: int, simulations: int, num_actions: int, state_size: int
     (:func:`tri.gumbel.root_bytes`). Not the network's activations."""
     nodes = simulations + 1
     per_node = (8 * state_size  # states uint64
-                + (4 + 4) * num_actions  # children int32, prior float32
-                + 4 + 4 + 8 + 4 + 1 + 1 + 4)  # visits, virtual, value_sum, reward, terminal, exact, parent
+                + (4 + 4 + (2 if num_actions < 2**15 else 4)) * num_actions  # children, prior, legal_actions
+                + 4 + 4 + 4 + 8 + 4 + 1 + 1 + 4)  # num_legal, visits, virtual, value_sum, reward, terminal, exact, parent
     per_tree = nodes * per_node + 4 + 8 + 8  # num_nodes, qmin, qmax
     leaves = leaves_per_step
     # out_leaf, out_action int32 and out_kind int8; each new leaf's tree, node, action and row
@@ -180,6 +188,7 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
         eps = params.dirichlet_fraction
         priors = (1 - eps) * priors + eps * _dirichlet(rng, legal, params.dirichlet_alpha)
     tree.prior[:, 0] = np.where(legal, priors, -1.0)
+    _list_legal(legal, tree.legal_actions[:, 0], tree.num_legal[:, 0])
     tree.visits[:, 0] = 1
     tree.value_sum[:, 0] = values
     tree.terminal[:, 0] = ~legal.any(axis=1)
@@ -198,10 +207,10 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
     while done < sims:
         if gumbel is not None:
             root_score, root_target = gumbel.scores(tree, root_score), gumbel.targets(done, leaves)
-        _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
-                tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, params.c_puct,
-                params.discount, two_player, solver, leaves, root_score, root_target, out_leaf, out_kind,
-                out_action, ucb)
+        _select(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual,
+                tree.value_sum, tree.reward, tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin,
+                tree.qmax, params.c_puct, params.discount, two_player, solver, leaves, root_score, root_target,
+                out_leaf, out_kind, out_action, ucb)
         done += leaves
         new_b, new_node, actions, parent_states, term_b, term_node = _leaves(
             tree.states, tree.parent, out_leaf, out_kind, out_action)
@@ -214,9 +223,10 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
             if live:
                 states = step.states if live == new_b.size else step.states[rows >= 0]
                 leaf_prior, leaf_legal, leaf_value = evaluate(states)
-        _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
-                tree.children, tree.parent, tree.qmin, tree.qmax, new_b, new_node, rows, leaf_prior, leaf_legal,
-                leaf_value, term_b, term_node, params.discount, two_player, solver)
+        _backup(tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum,
+                tree.reward, tree.terminal, tree.exact, tree.children, tree.parent, tree.qmin, tree.qmax, new_b,
+                new_node, rows, leaf_prior, leaf_legal, leaf_value, term_b, term_node, params.discount,
+                two_player, solver)
         # Abandoned selections (collisions, full trees) left no virtual visits; nothing to undo.
 
     children = tree.children[:, 0]

@@ -19,9 +19,9 @@ def _node_value(value_sum, visits, virtual, b, c, virtual_value):
 
 
 @nb.njit(cache=True, nogil=True)
-def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact, parent, num_nodes,
-            qmin, qmax, c_puct, discount, two_player, solver, leaves, root_score, root_target, out_leaf, out_kind,
-            out_action, ucb=0.0):
+def _select(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal, exact, parent,
+            num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves, root_score, root_target, out_leaf,
+            out_kind, out_action, ucb=0.0):
     """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
     ``out_leaf[b, k]`` and its kind to ``out_kind[b, k]``: 0 = a new node to evaluate (already
     linked to its parent, by the action written to ``out_action[b, k]``), 1 = an existing terminal
@@ -32,7 +32,9 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
     included, so the leaves of one step spread as sequential halving schedules them) equal the
     target; if none has, the best among the most visited. ``root_target [B, K]`` is -1 for PUCT.
     ``ucb > 0``: plain UCT instead of PUCT (two-player): an unvisited legal action first (the
-    lowest), else the largest ``(1 + Q) / 2 + ucb * sqrt(ln N / n)`` (priors only mark legality)."""
+    lowest), else the largest ``(1 + Q) / 2 + ucb * sqrt(ln N / n)`` (priors only mark legality).
+    A node's actions are visited through its legal actions' list (``legal_actions``, the first
+    ``num_legal`` of its row; -1: no list, its whole ``prior`` row is scanned), in increasing order."""
     B, N, A = children.shape
     virtual_value = 1.0 if two_player else 0.0  # pessimistic for the parent
     for b in range(B):
@@ -49,7 +51,8 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
                 if prior[b, node, 0] == -2.0:  # created this step, not evaluated yet: collision
                     break
                 if node == 0 and root_target[b, k] >= 0:
-                    best_a = scheduled_action(children, prior, visits, virtual, root_score, b, root_target[b, k])
+                    best_a = scheduled_action(children, prior, legal_actions, num_legal, visits, virtual, root_score,
+                                              b, root_target[b, k])
                 else:
                     parent_n = visits[b, node] + virtual[b, node] - 1
                     sqrt_n = np.sqrt(max(parent_n, 1))
@@ -60,7 +63,9 @@ def _select(children, prior, visits, virtual, value_sum, reward, terminal, exact
                     if not two_player:
                         own_q = (own - qmin[b]) / spread if spread > 1e-12 else 0.5
                     best, best_a = -np.inf, -1
-                    for a in range(A):
+                    listed = num_legal[b, node] >= 0
+                    for j in range(num_legal[b, node] if listed else A):
+                        a = np.int64(legal_actions[b, node, j]) if listed else j
                         p = prior[b, node, a]
                         if p < 0:
                             continue
@@ -191,25 +196,33 @@ def _backup_path(prior, visits, virtual, value_sum, reward, exact, children, par
 
 
 @nb.njit(cache=True, nogil=True)
-def _backup(prior, visits, virtual, value_sum, reward, terminal, exact, children, parent, qmin, qmax,
-            new_b, new_node, rows, leaf_prior, leaf_legal, leaf_value, term_b, term_node, discount, two_player,
-            solver):
+def _backup(prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal, exact, children, parent,
+            qmin, qmax, new_b, new_node, rows, leaf_prior, leaf_legal, leaf_value, term_b, term_node, discount,
+            two_player, solver):
     """Back up one step's leaves, the new ones first, then the terminal (or proven) ones
     (:func:`_backup_path`). A new leaf with ``rows[m] >= 0`` was evaluated as row ``rows[m]`` of
     ``leaf_prior``, ``leaf_legal [E, A]`` and ``leaf_value [E]``: its priors are written (illegal ->
-    -1) and its value backed up; a terminal one (``rows[m] < 0``) gets no priors and backs up 0.
+    -1), with the list of its legal actions (``legal_actions``, ``num_legal``), and its value backed up; a terminal one (``rows[m] < 0``) gets no priors and backs up 0.
     An existing terminal leaf backs up 0, a proven one its exact value (its priors set to -1: selection
     stops at it)."""
     A = prior.shape[2]
     for m in range(new_b.shape[0]):
         b, node, r = new_b[m], new_node[m], rows[m]
         if r >= 0:
+            count = 0
             for a in range(A):
-                prior[b, node, a] = leaf_prior[r, a] if leaf_legal[r, a] else -1.0
+                if leaf_legal[r, a]:
+                    prior[b, node, a] = leaf_prior[r, a]
+                    legal_actions[b, node, count] = a
+                    count += 1
+                else:
+                    prior[b, node, a] = -1.0
+            num_legal[b, node] = count
             g = np.float64(leaf_value[r])
         else:
             for a in range(A):
                 prior[b, node, a] = -1.0
+            num_legal[b, node] = 0
             g = 0.0
         _backup_path(prior, visits, virtual, value_sum, reward, exact, children, parent, qmin, qmax, b, node, g,
                      discount, two_player, solver)
@@ -218,6 +231,7 @@ def _backup(prior, visits, virtual, value_sum, reward, terminal, exact, children
         if not terminal[b, node] or prior[b, node, 0] == -2.0:  # a proven node's priors are done with
             for a in range(A):
                 prior[b, node, a] = -1.0
+            num_legal[b, node] = 0
         g = 0.0 if exact[b, node] == UNKNOWN else np.float64(exact[b, node])
         _backup_path(prior, visits, virtual, value_sum, reward, exact, children, parent, qmin, qmax, b, node, g,
                      discount, two_player, solver)
@@ -247,3 +261,16 @@ def _prove(prior, reward, exact, children, b, node):
         exact[b, node] = np.int8(round(best))
         return True
     return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _list_legal(legal, legal_actions, num_legal):
+    """``legal_actions [B, A]`` and ``num_legal [B]`` <- each row of ``legal [B, A]``'s legal
+    actions, in increasing order (the roots' lists: :func:`_backup` writes the other nodes')."""
+    for b in range(legal.shape[0]):
+        count = 0
+        for a in range(legal.shape[1]):
+            if legal[b, a]:
+                legal_actions[b, count] = a
+                count += 1
+        num_legal[b] = count

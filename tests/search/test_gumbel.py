@@ -27,7 +27,7 @@ def test_schedule_halves_the_considered_actions():
 def _select_root(tree, score, target):
     k = len(target)
     out_leaf, out_kind = np.empty((1, k), np.int32), np.empty((1, k), np.int8)
-    _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
+    _select(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
             tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, 1.0, 1.0, False, False, k,
             np.array([score], float), np.array([target], np.int64), out_leaf, out_kind, np.empty((1, k), np.int32))
     return out_leaf[0], out_kind[0]

@@ -53,7 +53,7 @@ def select(tree: Tree, *, c_puct: float, discount: float = 1.0, two_player: bool
     out_leaf = np.empty((1, leaves), np.int32)
     out_kind = np.empty((1, leaves), np.int8)
     no_gumbel = np.full((1, leaves), -1, np.int64)  # PUCT at the root too
-    _select(tree.children, tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward,
+    _select(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum, tree.reward,
             tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, c_puct, discount,
             two_player, False, leaves, np.zeros((1, tree.prior.shape[2])), no_gumbel, out_leaf, out_kind,
             np.empty((1, leaves), np.int32))
@@ -321,7 +321,7 @@ def run_backup(tree: Tree, *, leaf_value: float, discount: float, two_player: bo
     leaf_prior = np.array([[0.25, 0.75, 0.5]], np.float32)
     leaf_legal = np.array([[True, True, False]])
     none = np.zeros(0, np.int64)
-    _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
+    _backup(tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
             tree.children, tree.parent, tree.qmin, tree.qmax, np.array([0, 0], np.int64),
             np.array([2, 3], np.int64), np.array([0, -1], np.int64), leaf_prior, leaf_legal,
             np.array([leaf_value], np.float32), none, none, discount, two_player, False)
@@ -373,9 +373,63 @@ def test_select_then_backup_leaves_no_virtual_visits():
     leaf, kind = select(tree, c_puct=1.0, discount=0.9, leaves=2)
     assert (kind == 0).all() and leaf[0] != leaf[1]
     m = leaf.size
-    _backup(tree.prior, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
+    _backup(tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact,
             tree.children, tree.parent, tree.qmin, tree.qmax, np.zeros(m, np.int64), leaf.astype(np.int64),
             np.arange(m), np.full((m, A), 0.25, np.float32), np.ones((m, A), bool), np.full(m, 1.0, np.float32),
             np.zeros(0, np.int64), np.zeros(0, np.int64), 0.9, False, False)
     assert tree.virtual.sum() == 0
     assert tree.visits[0, 0] == 6
+
+
+@pytest.mark.parametrize("gumbel", [False, True])
+def test_selection_through_the_legal_lists_is_the_scan_s(gumbel):
+    """A search lists each evaluated node's legal actions and selection walks the list: the same
+    leaves, in the same order, as scanning every action's prior (the path of a tree built by
+    hand, ``num_legal`` -1), on the trees of a real triangle search (PUCT and Gumbel roots)."""
+    import dataclasses
+
+    import torch
+
+    from tri.config import MctsParams, NetParams, Params
+    from tri.games import make_game
+    from tri.net import build_model, make_evaluator
+    from tri.search import search
+
+    game = make_game(Params().game)
+    torch.manual_seed(0)
+    net = make_evaluator(build_model(game, NetParams(channels=8, blocks=1)), game)
+
+    def evaluate(states):  # the network's values; priors rising with the action, so the last legal one leads
+        _, legal, values = net(states)
+        priors = legal * np.arange(1, game.num_actions + 1, dtype=np.float32)
+        return priors / priors.sum(axis=1, keepdims=True), legal, values
+
+    mcts = MctsParams(simulations=24, gumbel=gumbel, leaves_per_step=3)
+    done = search(game, evaluate, game.initial(np.arange(4)), mcts, np.random.default_rng(0)).tree
+    for b, node in zip(*np.nonzero(done.num_legal >= 0)):  # every list is its node's legal actions
+        assert list(done.legal_actions[b, node, :done.num_legal[b, node]]) == \
+            list(np.flatnonzero(done.prior[b, node] >= 0)), (b, node)
+    assert (done.num_legal[:, 0] == game.legal(done.states[:, 0]).sum(axis=1)).all()
+    assert (done.num_legal[:, 1:] > 0).any()
+    outs = []
+    for listed in (True, False):
+        tree = Tree.empty(4, 40, game.state_size, game.num_actions)  # room for the leaves selected here
+        n = done.children.shape[1]
+        for f in dataclasses.fields(Tree):
+            old, new = getattr(done, f.name), getattr(tree, f.name)
+            if old.ndim >= 2:
+                new[:, :n] = old
+            else:
+                new[:] = old
+        if not listed:
+            tree.num_legal[:] = -1
+        out = [np.empty((4, 3), np.int32), np.empty((4, 3), np.int8), np.empty((4, 3), np.int32)]
+        score = np.random.default_rng(1).normal(size=(4, game.num_actions))
+        target = np.zeros((4, 3), np.int64) if gumbel else np.full((4, 3), -1, np.int64)
+        _select(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual,
+                tree.value_sum, tree.reward, tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin,
+                tree.qmax, 1.25, 0.95, False, False, 3, score, target, *out)
+        assert (out[1] == 0).any()  # new leaves, not only collisions
+        outs.append((*out, tree.virtual, tree.children))
+    for a, b in zip(*outs):
+        assert np.array_equal(a, b)

@@ -1,6 +1,7 @@
 """``tri bench search``: how close self-play comes to the network's own speed, for the recipe in
-the params (the shipped one by default) and for its other root selection (PUCT with root noise
-beside Gumbel, or Gumbel beside PUCT), each measured in the same run.
+the params (the shipped one by default) and for its other root selection (PUCT beside Gumbel, or
+Gumbel beside PUCT), each measured in the same run, with self-play's own agent (the params'
+``selfplay.noise``, ``temperature`` and ``temperature_moves``).
 
 Figures per root selection (medians over ``repeats``; torch on one thread, as in a self-play
 worker; the network on the device ``TRI_DEVICE`` resolves to, named in the report):
@@ -104,8 +105,9 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
         evaluated[0] += len(states)
         return evaluate(states)
 
-    agents = {k: MctsAgent(game, counted if k == "fast" else e, params.mcts, rng, noise=True, temperature=1.0,
-                           temperature_moves=10**9)
+    sp = params.selfplay  # the agent self-play makes: its root noise and move sampling
+    agents = {k: MctsAgent(game, counted if k == "fast" else e, params.mcts, rng, noise=sp.noise,
+                           temperature=sp.temperature, temperature_moves=sp.temperature_moves)
               for k, e in evaluators.items()}
     states = game.initial(np.arange(seed, seed + batch))
     for agent in agents.values():
