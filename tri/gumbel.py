@@ -120,8 +120,8 @@ class GumbelRoot:
         :meth:`_root_q` and :meth:`_sigma` give, to the bit."""
         out = np.empty(self.legal.shape) if out is None else out
         root_scores(tree.children, tree.visits, tree.value_sum, tree.reward, tree.qmin, tree.qmax, self.legal,
-                    tree.legal_actions[:, 0], tree.num_legal[:, 0], self.probs, self.noisy_logits, self.root_value, self.c_visit, self.c_scale, self.two_player,
-                    self.discount, out)
+                    tree.legal_actions[:, 0], tree.num_legal[:, 0], self.probs, self.noisy_logits, self.root_value,
+                    self.c_visit, self.c_scale, self.two_player, self.discount, out)
         return out
 
     def targets(self, simulation: int, leaves: int) -> np.ndarray:

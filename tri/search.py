@@ -85,7 +85,7 @@ class Tree:
                    children=np.full((batch, nodes, num_actions), -1, np.int32),
                    prior=np.full((batch, nodes, num_actions), -1, np.float32),
                    # Only the first num_legal entries of a row are ever read: no fill needed.
-                   legal_actions=np.empty((batch, nodes, num_actions), np.int16 if num_actions < 2**15 else np.int32),
+                   legal_actions=np.empty((batch, nodes, num_actions), _action_type(num_actions)),
                    num_legal=np.full((batch, nodes), -1, np.int32),
                    visits=np.zeros((batch, nodes), np.int32), virtual=np.zeros((batch, nodes), np.int32),
                    value_sum=np.zeros((batch, nodes)), reward=np.zeros((batch, nodes), np.float32),
@@ -93,6 +93,11 @@ class Tree:
                    exact=np.full((batch, nodes), UNKNOWN, np.int8), parent=np.full((batch, nodes), -1, np.int32),
                    num_nodes=np.ones(batch, np.int32), qmin=np.full(batch, np.inf),
                    qmax=np.full(batch, -np.inf))
+
+
+def _action_type(num_actions: int) -> type:
+    """The integer type of :class:`Tree`'s ``legal_actions``: int16 up to 32,767 actions."""
+    return np.int16 if num_actions < 2**15 else np.int32
 
 
 def search_bytes(batch: int, simulations: int, num_actions: int, state_size: int, *, leaves_per_step: int = 1,
@@ -103,8 +108,9 @@ def search_bytes(batch: int, simulations: int, num_actions: int, state_size: int
     (:func:`tri.gumbel.root_bytes`). Not the network's activations."""
     nodes = simulations + 1
     per_node = (8 * state_size  # states uint64
-                + (4 + 4 + (2 if num_actions < 2**15 else 4)) * num_actions  # children, prior, legal_actions
-                + 4 + 4 + 4 + 8 + 4 + 1 + 1 + 4)  # num_legal, visits, virtual, value_sum, reward, terminal, exact, parent
+                + (4 + 4 + np.dtype(_action_type(num_actions)).itemsize) * num_actions  # children, prior,
+                # legal_actions; num_legal, visits, virtual, value_sum, reward, terminal, exact, parent:
+                + 4 + 4 + 4 + 8 + 4 + 1 + 1 + 4)
     per_tree = nodes * per_node + 4 + 8 + 8  # num_nodes, qmin, qmax
     leaves = leaves_per_step
     # out_leaf, out_action int32 and out_kind int8; each new leaf's tree, node, action and row

@@ -202,9 +202,10 @@ def _backup(prior, legal_actions, num_legal, visits, virtual, value_sum, reward,
     """Back up one step's leaves, the new ones first, then the terminal (or proven) ones
     (:func:`_backup_path`). A new leaf with ``rows[m] >= 0`` was evaluated as row ``rows[m]`` of
     ``leaf_prior``, ``leaf_legal [E, A]`` and ``leaf_value [E]``: its priors are written (illegal ->
-    -1), with the list of its legal actions (``legal_actions``, ``num_legal``), and its value backed up; a terminal one (``rows[m] < 0``) gets no priors and backs up 0.
-    An existing terminal leaf backs up 0, a proven one its exact value (its priors set to -1: selection
-    stops at it)."""
+    -1) with the list of its legal actions (``legal_actions``, ``num_legal``), and its value backed
+    up; a terminal one (``rows[m] < 0``) gets no priors (an empty list) and backs up 0. An existing
+    terminal leaf backs up 0, a proven one its exact value (its priors set to -1, its list emptied:
+    selection stops at it)."""
     A = prior.shape[2]
     for m in range(new_b.shape[0]):
         b, node, r = new_b[m], new_node[m], rows[m]
