@@ -52,8 +52,10 @@ def test_the_shipped_champion_matches_its_card(game):
     # Trained with the game's recipe: `tri new DIR --game GAME` writes these very params (a recipe's
     # precision `auto` is whichever format the training machine computes natively: the card names it).
     params, recipe = Params(**card.params), recipe_params(game)
-    if recipe.mcts.precision == "auto":
-        recipe = recipe.model_copy(update={"mcts": recipe.mcts.model_copy(update={"precision": params.mcts.precision})})
+    for section in ("mcts", "train"):
+        if getattr(recipe, section).precision == "auto":
+            kept = getattr(recipe, section).model_copy(update={"precision": getattr(params, section).precision})
+            recipe = recipe.model_copy(update={section: kept})
     assert params == recipe
     assert card.training.tag == f"tri/gen-{card.generation:04d}"
     assert [e.command for e in card.evaluations] == [c for _, c in EVALUATIONS[game]]

@@ -75,12 +75,13 @@ class ChampionCard(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _float32_before_precision(cls, data):
-        """A card written before ``mcts.precision`` existed searched in float32: its params say so
-        (the default is now ``auto``)."""
+        """A card written before ``mcts.precision`` (or ``train.precision``) existed searched (or
+        trained) in float32: its params say so (the defaults are now ``auto``)."""
         if isinstance(data, dict) and isinstance(data.get("params"), dict):
-            mcts = data["params"].get("mcts")
-            if isinstance(mcts, dict) and "precision" not in mcts:
-                data = {**data, "params": {**data["params"], "mcts": {**mcts, "precision": "float32"}}}
+            for section in ("mcts", "train"):
+                values = data["params"].get(section)
+                if isinstance(values, dict) and "precision" not in values:
+                    data = {**data, "params": {**data["params"], section: {**values, "precision": "float32"}}}
         return data
 
     @property

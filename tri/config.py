@@ -177,11 +177,11 @@ class TrainParams(BaseModel):
                                                        "order); at most 1024, more than any machine has "
                                                        "cores")
     precision: Literal["auto", "float32", "bfloat16"] = Field(
-        "float32", description="the number format of training's forward pass (bfloat16 autocast; the weights, "
-                               "optimizer and losses stay float32); bfloat16: about 1.8x the steps per "
-                               "second on a CPU that computes it natively (AVX512-BF16 or AMX), far slower "
-                               "on one that does not; auto: bfloat16 where native (such a CPU, a CUDA GPU "
-                               "with bfloat16), else float32")
+        "auto", description="the number format of training's forward pass (bfloat16 autocast; the weights, "
+                            "optimizer and losses stay float32); bfloat16: about 1.8x the steps per second "
+                            "on a CPU that computes it natively (AVX512-BF16 or AMX), far slower on one "
+                            "that does not; auto: bfloat16 where native (such a CPU, a CUDA GPU with "
+                            "bfloat16), else float32 (so results are reproducible per machine)")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the minibatches, their symmetries and torch "
                                                         "(with the generation); at most 2**63 - 1")
 

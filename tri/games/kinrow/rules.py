@@ -147,7 +147,7 @@ CONNECT4_RECIPE: dict[str, dict] = {
     "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 42, "temperature": 1.0,
                  "temperature_moves": 8, "noise": True},
     "train": {"window": 8, "batch_size": 256, "lr": 0.002, "warmup_steps": 20, "samples_per_position": 4.0,
-              "max_steps": 600, "threads": 1},
+              "max_steps": 600, "threads": 1, "precision": "float32"},
     "arena": {"games": 32, "simulations": 96, "concurrent": 64, "max_moves": 42, "win_rate": 0.55,
               "temperature_moves": 4, "temperature": 1.0},
 }
@@ -177,7 +177,7 @@ TICTACTOE_RECIPE: dict[str, dict] = {
     "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 9, "temperature": 1.0,
                  "temperature_moves": 6, "noise": True},
     "train": {"window": 6, "batch_size": 128, "lr": 0.002, "warmup_steps": 10, "samples_per_position": 6.0,
-              "max_steps": 400, "threads": 1},
+              "max_steps": 400, "threads": 1, "precision": "float32"},
     "arena": {"games": 32, "simulations": 64, "concurrent": 64, "max_moves": 9, "win_rate": 0.5,
               "temperature_moves": 2, "temperature": 1.0},
 }

@@ -77,7 +77,7 @@ OTHELLO_RECIPE: dict[str, dict] = {
     "selfplay": {"games": 256, "shards": 2, "concurrent": 64, "max_moves": 80, "temperature": 1.0,
                  "temperature_moves": 8, "noise": True},
     "train": {"window": 8, "batch_size": 256, "lr": 0.002, "warmup_steps": 20, "samples_per_position": 4.0,
-              "max_steps": 600, "threads": 1},
+              "max_steps": 600, "threads": 1, "precision": "float32"},
     "arena": {"games": 32, "simulations": 96, "concurrent": 64, "max_moves": 80, "win_rate": 0.55,
               "temperature_moves": 4, "temperature": 1.0},
 }
