@@ -606,3 +606,25 @@ def test_state_copy_is_equal_and_independent(game):
     before = state.copy()
     game.place(state, game.legal_actions(state)[0])
     assert state == before
+
+
+@pytest.mark.parametrize("tall", [False, True])
+def test_encoded_fit_planes_are_the_legal_placements(tall):
+    """The encoding's "where the slot's shape fits" planes are the legal actions, slot by slot,
+    in random games: on the reference board, and on a 32-wide one with shapes three rows tall,
+    whose cells lie more than a 64-bit word from their anchor (the encoding reads the board's
+    words once per state into a buffer padded so that such offsets stay inside it)."""
+    cols, cfg = 15, TriangleConfig()
+    if tall:
+        cols, column = 32, [[0, 0, "U"], [1, 0, "D"], [2, 0, "U"], [3, 0, "D"]]
+        cfg = TriangleConfig(rows=8, cols=cols, playable=[[0, cols]] * 8, templates=[*DEFAULT_TEMPLATES, column])
+    game = TriangleGame(cfg)
+    assert not tall or abs(game.tab[2]).max() >= 64
+    rng = np.random.default_rng(cols)
+    states, n, slots = game.initial(np.arange(32)), cfg.rows * cols, cfg.num_slots
+    for _ in range(15):
+        legal, planes = game.legal(states), game.encode(states)
+        for s in range(slots):
+            assert np.array_equal(planes[:, 3 + slots + s].reshape(len(states), n) == 1, legal[:, s * n:(s + 1) * n])
+        actions = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal])
+        states = game.step(states, actions).states

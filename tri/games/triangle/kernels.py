@@ -306,16 +306,17 @@ def encode_batch(states, tab, out):
     fill = np.zeros(line_words.shape[0])
     fits = np.zeros((anchors.shape[0], W), np.uint64)  # fits[k]: shape k's anchors, this state
     stamp = np.zeros(anchors.shape[0], np.int64)  # b + 1 once fits[k] holds state b's
-    empty = np.zeros(W + 2, np.uint64)  # empty[1 + i]: board word i's empty cells; 0 off the board
+    pad = np.abs(offsets).max() // 64 + 1  # words a triangle's offset can reach past the board's
+    empty = np.zeros(W + 2 * pad, np.uint64)  # empty[pad + i]: board word i's empty cells; 0 off the board
     flat = out.reshape(out.size)
     for b in range(states.shape[0]):
         base = b * P * plane
         out[b, 1:3] = const
         for i in range(W):
-            empty[1 + i] = playable[i] & ~states[b, i]
+            empty[pad + i] = playable[i] & ~states[b, i]
             _scatter(flat, base + i * 64, states[b, i])
         for j in range(kinds.shape[0]):
-            _fits(fits, stamp, b, kinds[j], empty, anchors, offsets, sizes)
+            _fits(fits, stamp, b, kinds[j], empty, pad, anchors, offsets, sizes)
             for i in range(W):
                 _scatter(flat, base + (kind_planes + j) * plane + i * 64, fits[kinds[j], i])
         over = (states[b, W + 1] & GAME_OVER) != 0  # no legal placements once the game is over
@@ -326,7 +327,7 @@ def encode_batch(states, tab, out):
             out[b, 3 + s] = images[k]
             if over:
                 continue
-            _fits(fits, stamp, b, k, empty, anchors, offsets, sizes)
+            _fits(fits, stamp, b, k, empty, pad, anchors, offsets, sizes)
             for i in range(W):
                 _scatter(flat, base + (3 + S + s) * plane + i * 64, fits[k, i])
         for line in range(line_words.shape[0]):
@@ -360,10 +361,10 @@ def _scatter(flat, start, w):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _fits(fits, stamp, b, k, empty, anchors, offsets, sizes):
+def _fits(fits, stamp, b, k, empty, pad, anchors, offsets, sizes):
     """``fits[k] <-`` the anchors where shape ``k`` fits (as :func:`_fit`, from the state's
-    ``empty`` words, padded with an empty word on each side), unless ``stamp[k]`` says they are
-    state ``b``'s already."""
+    ``empty`` words, padded with ``pad`` empty words on each side: the state is read once for
+    all its shapes), unless ``stamp[k]`` says they are state ``b``'s already."""
     if stamp[k] == b + 1:
         return
     stamp[k] = b + 1
@@ -375,14 +376,14 @@ def _fits(fits, stamp, b, k, empty, anchors, offsets, sizes):
             off = offsets[k, t]
             if off >= 0:
                 q, r = off >> 6, off & 63
-                e = empty[1 + i + q] >> np.uint64(r)
+                e = empty[pad + i + q] >> np.uint64(r)
                 if r:
-                    e |= empty[2 + i + q] << np.uint64(64 - r)
+                    e |= empty[pad + i + q + 1] << np.uint64(64 - r)
             else:
                 q, r = (-off) >> 6, (-off) & 63
-                e = empty[1 + i - q] << np.uint64(r)
+                e = empty[pad + i - q] << np.uint64(r)
                 if r:
-                    e |= empty[i - q] >> np.uint64(64 - r)
+                    e |= empty[pad + i - q - 1] >> np.uint64(64 - r)
             w &= e
         fits[k, i] = w
 
