@@ -67,17 +67,28 @@ def _popcount(x):
 
 
 @nb.njit(cache=True, nogil=True)
-def _empty_word(states, b, playable, j):
-    if j < 0 or j >= playable.shape[0]:
-        return np.uint64(0)
-    return playable[j] & ~states[b, j]
+def _empty_buffer(playable, offsets):
+    """``(empty, pad)``: a scratch buffer for :func:`_read_empty` (``W + 2 * pad`` zeros) and its
+    padding, the words of zeros on each side of the board's: enough for the largest offset of a
+    shape's triangle from its anchor."""
+    pad = np.abs(offsets).max() // 64 + 1
+    return np.zeros(playable.shape[0] + 2 * pad, np.uint64), pad
 
 
-@nb.njit(cache=True, nogil=True)
-def _fit(states, b, k, i, playable, anchors, offsets, sizes):
-    """Word ``i`` of the bitboard of anchors where shape ``k`` fits in state ``b`` now: the
-    shape's geometric anchors AND, for each of its triangles, the empty cells shifted by that
-    triangle's offset (so bit ``a`` says whether cell ``a + offset`` is empty)."""
+@nb.njit(cache=True, nogil=True, inline="always")
+def _read_empty(states, b, playable, empty, pad):
+    """``empty[pad + j] <-`` state ``b``'s empty playable cells, board word ``j``; the ``pad``
+    words on each side stay zero (off the board)."""
+    for j in range(playable.shape[0]):
+        empty[pad + j] = playable[j] & ~states[b, j]
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _fit(empty, pad, k, i, anchors, offsets, sizes):
+    """Word ``i`` of the bitboard of anchors where shape ``k`` fits in the state whose empty cells
+    :func:`_read_empty` put in ``empty``: the shape's geometric anchors AND, for each of its
+    triangles, the empty cells shifted by that triangle's offset (so bit ``a`` says whether cell
+    ``a + offset`` is empty)."""
     w = anchors[k, i]
     for t in range(sizes[k]):
         if w == 0:
@@ -85,27 +96,29 @@ def _fit(states, b, k, i, playable, anchors, offsets, sizes):
         off = offsets[k, t]
         if off >= 0:
             q, r = off >> 6, off & 63
-            e = _empty_word(states, b, playable, i + q) >> np.uint64(r)
+            e = empty[pad + i + q] >> np.uint64(r)
             if r:
-                e |= _empty_word(states, b, playable, i + q + 1) << np.uint64(64 - r)
+                e |= empty[pad + i + q + 1] << np.uint64(64 - r)
         else:
             q, r = (-off) >> 6, (-off) & 63
-            e = _empty_word(states, b, playable, i - q) << np.uint64(r)
+            e = empty[pad + i - q] << np.uint64(r)
             if r:
-                e |= _empty_word(states, b, playable, i - q - 1) >> np.uint64(64 - r)
+                e |= empty[pad + i - q - 1] >> np.uint64(64 - r)
         w &= e
     return w
 
 
 @nb.njit(cache=True, nogil=True)
-def _any_legal(states, b, playable, anchors, offsets, sizes):
-    """Whether any slot's shape fits anywhere in state ``b`` (ignores the game-over flag)."""
+def _any_legal(states, b, playable, anchors, offsets, sizes, empty, pad):
+    """Whether any slot's shape fits anywhere in state ``b`` (ignores the game-over flag);
+    ``empty``: a scratch buffer of ``W + 2 * pad`` zeros (:func:`_read_empty`)."""
     W = playable.shape[0]
+    _read_empty(states, b, playable, empty, pad)
     for s in range(states.shape[1] - W - 2):
         k = np.int64(states[b, W + 2 + s]) - 1
         if k >= 0:
             for i in range(W):
-                if _fit(states, b, k, i, playable, anchors, offsets, sizes) != 0:
+                if _fit(empty, pad, k, i, anchors, offsets, sizes) != 0:
                     return True
     return False
 
@@ -131,10 +144,11 @@ def initial_batch(seeds, tab, out):
     """``out[B, L]`` (zeroed) <- new games; slots drawn from each game's stream ``seeds[B]``."""
     playable, anchors, offsets, sizes, templates = tab[0], tab[1], tab[2], tab[3], tab[7]
     W = playable.shape[0]
+    empty, pad = _empty_buffer(playable, offsets)
     for b in range(seeds.shape[0]):
         out[b, W] = seed_stream(seeds[b])
         _draw(out, b, W, templates)
-        if not _any_legal(out, b, playable, anchors, offsets, sizes):
+        if not _any_legal(out, b, playable, anchors, offsets, sizes, empty, pad):
             out[b, W + 1] |= np.uint64(GAME_OVER)
 
 
@@ -143,16 +157,18 @@ def legal_batch(states, tab, mask):
     """``mask[B, A]`` (zeroed) <- legal actions of ``states[B, L]``; returns the total count."""
     playable, anchors, offsets, sizes, n = tab[0], tab[1], tab[2], tab[3], tab[4].shape[1]
     W = playable.shape[0]
+    empty, pad = _empty_buffer(playable, offsets)
     total = 0
     for b in range(states.shape[0]):
         if states[b, W + 1] & GAME_OVER:
             continue
+        _read_empty(states, b, playable, empty, pad)
         for s in range(states.shape[1] - W - 2):
             k = np.int64(states[b, W + 2 + s]) - 1
             if k < 0:
                 continue
             for i in range(W):
-                w = _fit(states, b, k, i, playable, anchors, offsets, sizes)
+                w = _fit(empty, pad, k, i, anchors, offsets, sizes)
                 while w:
                     low = w & (~w + _ONE)
                     mask[b, s * n + i * 64 + _bit_index(low)] = True
@@ -169,12 +185,14 @@ def legal_indices(states, tab, out):
     count = 0
     if states[0, W + 1] & GAME_OVER:
         return 0
+    empty, pad = _empty_buffer(playable, offsets)
+    _read_empty(states, 0, playable, empty, pad)
     for s in range(states.shape[1] - W - 2):
         k = np.int64(states[0, W + 2 + s]) - 1
         if k < 0:
             continue
         for i in range(W):
-            w = _fit(states, 0, k, i, playable, anchors, offsets, sizes)
+            w = _fit(empty, pad, k, i, anchors, offsets, sizes)
             while w:
                 low = w & (~w + _ONE)
                 out[count] = s * n + i * 64 + _bit_index(low)
@@ -202,7 +220,8 @@ def is_legal(states, s, a, tab):
 @nb.njit(cache=True, nogil=True)
 def any_legal(states, tab):
     """Whether ``states[0]`` has a legal action (ignoring its game-over flag)."""
-    return _any_legal(states, 0, tab[0], tab[1], tab[2], tab[3])
+    empty, pad = _empty_buffer(tab[0], tab[2])
+    return _any_legal(states, 0, tab[0], tab[1], tab[2], tab[3], empty, pad)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -220,6 +239,7 @@ def step_batch(states, actions, refills, tab, info):
     W, n = playable.shape[0], masks.shape[1]
     S = states.shape[1] - W - 2
     full = np.zeros(W, dtype=np.uint64)
+    free, pad = _empty_buffer(playable, offsets)  # _any_legal's scratch (`empty` is the slots' state below)
     for b in range(states.shape[0]):
         for j in range(6):
             info[b, j] = 0.0
@@ -269,7 +289,7 @@ def step_batch(states, actions, refills, tab, info):
             else:
                 for j in range(S):
                     states[b, W + 2 + j] = np.uint64(refills[b, j] + 1)
-        over = not _any_legal(states, b, playable, anchors, offsets, sizes)
+        over = not _any_legal(states, b, playable, anchors, offsets, sizes, free, pad)
         if over:
             states[b, W + 1] |= np.uint64(GAME_OVER)
         reward = sizes[k] * rewards[0] + cleared * rewards[1]
@@ -306,14 +326,13 @@ def encode_batch(states, tab, out):
     fill = np.zeros(line_words.shape[0])
     fits = np.zeros((anchors.shape[0], W), np.uint64)  # fits[k]: shape k's anchors, this state
     stamp = np.zeros(anchors.shape[0], np.int64)  # b + 1 once fits[k] holds state b's
-    pad = np.abs(offsets).max() // 64 + 1  # words a triangle's offset can reach past the board's
-    empty = np.zeros(W + 2 * pad, np.uint64)  # empty[pad + i]: board word i's empty cells; 0 off the board
+    empty, pad = _empty_buffer(playable, offsets)  # the state's empty cells, read once for all its shapes
     flat = out.reshape(out.size)
     for b in range(states.shape[0]):
         base = b * P * plane
         out[b, 1:3] = const
+        _read_empty(states, b, playable, empty, pad)
         for i in range(W):
-            empty[pad + i] = playable[i] & ~states[b, i]
             _scatter(flat, base + i * 64, states[b, i])
         for j in range(kinds.shape[0]):
             _fits(fits, stamp, b, kinds[j], empty, pad, anchors, offsets, sizes)
@@ -362,30 +381,13 @@ def _scatter(flat, start, w):
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def _fits(fits, stamp, b, k, empty, pad, anchors, offsets, sizes):
-    """``fits[k] <-`` the anchors where shape ``k`` fits (as :func:`_fit`, from the state's
-    ``empty`` words, padded with ``pad`` empty words on each side: the state is read once for
-    all its shapes), unless ``stamp[k]`` says they are state ``b``'s already."""
+    """``fits[k] <-`` the anchors where shape ``k`` fits in state ``b`` (:func:`_fit`, its empty
+    cells in ``empty``), unless ``stamp[k]`` says they are state ``b``'s already."""
     if stamp[k] == b + 1:
         return
     stamp[k] = b + 1
     for i in range(fits.shape[1]):
-        w = anchors[k, i]
-        for t in range(sizes[k]):
-            if w == 0:
-                break
-            off = offsets[k, t]
-            if off >= 0:
-                q, r = off >> 6, off & 63
-                e = empty[pad + i + q] >> np.uint64(r)
-                if r:
-                    e |= empty[pad + i + q + 1] << np.uint64(64 - r)
-            else:
-                q, r = (-off) >> 6, (-off) & 63
-                e = empty[pad + i - q] << np.uint64(r)
-                if r:
-                    e |= empty[pad + i - q - 1] >> np.uint64(64 - r)
-            w &= e
-        fits[k, i] = w
+        fits[k, i] = _fit(empty, pad, k, i, anchors, offsets, sizes)
 
 
 @nb.njit(cache=True, nogil=True)
