@@ -124,12 +124,6 @@ def _any_legal(states, b, playable, anchors, offsets, sizes, empty, pad):
 
 
 @nb.njit(cache=True, nogil=True)
-def _bit_index(low):
-    """Index of the single set bit of ``low`` (one ``tzcnt`` instruction)."""
-    return trailing_zeros(low)
-
-
-@nb.njit(cache=True, nogil=True)
 def _draw(states, b, W, templates):
     """Fill every slot of state ``b`` with a template drawn uniformly from its own stream."""
     size = np.uint64(templates.shape[0])
@@ -170,10 +164,9 @@ def legal_batch(states, tab, mask):
             for i in range(W):
                 w = _fit(empty, pad, k, i, anchors, offsets, sizes)
                 while w:
-                    low = w & (~w + _ONE)
-                    mask[b, s * n + i * 64 + _bit_index(low)] = True
+                    mask[b, s * n + i * 64 + trailing_zeros(w)] = True
                     total += 1
-                    w ^= low
+                    w &= w - _ONE
     return total
 
 
@@ -194,10 +187,9 @@ def legal_indices(states, tab, out):
         for i in range(W):
             w = _fit(empty, pad, k, i, anchors, offsets, sizes)
             while w:
-                low = w & (~w + _ONE)
-                out[count] = s * n + i * 64 + _bit_index(low)
+                out[count] = s * n + i * 64 + trailing_zeros(w)
                 count += 1
-                w ^= low
+                w &= w - _ONE
     return count
 
 
