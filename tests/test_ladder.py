@@ -207,3 +207,16 @@ def test_bad_input_is_one_error_line(tmp_path, monkeypatch, args, needle):
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert not (tmp_path / "data").exists()
+
+
+def test_trees_per_move_make_another_player(tmp_path, counted):
+    """``mcts:PATH:NxK`` is not ``mcts:PATH:N``: both are played (one identity would play once and
+    reuse that for the other), and each is reused as itself."""
+    model = tmp_path / "m.pt"
+    save_model(model, TRIANGLE)
+    players = [f"mcts:{model}:2", f"mcts:{model}:2x2"]
+    out = tmp_path / "ladder"
+    first = ladder.run(TRIANGLE, players, out=out, runtime=CPU)
+    assert (first.played, first.reused) == (2, 0)
+    again = ladder.run(TRIANGLE, players, out=out, runtime=CPU)
+    assert (again.played, again.reused) == (0, 2)

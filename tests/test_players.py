@@ -242,6 +242,18 @@ def test_mcts_player_uses_n_simulations(small, model, sims):
     np.testing.assert_array_equal(decision.actions, np.argmax(decision.policy, axis=1))
 
 
+def test_mcts_player_grows_nxk_trees(small, model):
+    """``mcts:PATH:NxK``: K trees of N simulations per move; a bare path takes
+    arena.determinizations."""
+    agent = _agent(f"mcts:{model}:5x3", small)
+    assert agent.simulations == 5 and agent.determinizations == 3
+    states = _random_states(small, 3, 2)
+    decision = agent.act(states, np.zeros(len(states), np.int64))
+    assert small.legal(states)[np.arange(len(states)), decision.actions].all()
+    np.testing.assert_allclose(decision.policy.sum(axis=1), 1.0, rtol=1e-5)
+    assert _agent(str(model), small).determinizations == PARAMS.arena.determinizations
+
+
 def test_plain_checkpoint_uses_arena_simulations(small, model):
     agent = _agent(str(model), small)
     assert isinstance(agent, MctsAgent) and agent.simulations == PARAMS.arena.simulations
@@ -270,13 +282,16 @@ def test_parse_spec_accepts(tmp_path, monkeypatch):
     assert parse_spec("mcts:models/best.pt:128") == PlayerSpec("mcts", Path("models/best.pt"), 128,
                                                                text="mcts:models/best.pt:128")
     assert parse_spec("mcts:a:b.pt:5").path == Path("a:b.pt")  # the last colon separates N
+    assert parse_spec("mcts:models/best.pt:32x4") == PlayerSpec("mcts", Path("models/best.pt"), 32,
+                                                                text="mcts:models/best.pt:32x4", determinizations=4)
     assert parse_spec("net:models/best.pt") == PlayerSpec("net", Path("models/best.pt"), text="net:models/best.pt")
     (tmp_path / "weights.bin").write_bytes(b"")
     assert parse_spec("weights.bin").kind == "mcts"  # an existing file, whatever its suffix
 
 
 @pytest.mark.parametrize("text", ["mcts:x", "mcts:x:0", "mcts:x:-3", "mcts:x:many", "mcts::5", "foo", "Random",
-                                  "models:/tri/1"])
+                                  "models:/tri/1", "mcts:x:32x", "mcts:x:32x0", "mcts:x:x4", "mcts:x:32x4x2",
+                                  "mcts:x:32x1025", "mcts:x:32X4"])
 def test_parse_spec_rejects(text, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(TriError) as info:

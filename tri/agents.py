@@ -51,19 +51,21 @@ def choose(visits: np.ndarray, moves: np.ndarray, temperature: float, temperatur
 
 class MctsAgent:
     """Plays by :func:`tri.search.search`; ``noise`` adds Dirichlet noise at the root (self-play
-    only); moves below ``temperature_moves`` are sampled at ``temperature``."""
+    only); moves below ``temperature_moves`` are sampled at ``temperature``; ``determinizations``
+    trees per move in a game with chance, each with ``simulations``."""
 
     def __init__(self, game: Game, evaluate: Evaluator, params: MctsParams, rng: np.random.Generator,
                  *, noise: bool, temperature: float, temperature_moves: int,
-                 simulations: int | None = None, name: str = "mcts"):
+                 simulations: int | None = None, determinizations: int = 1, name: str = "mcts"):
         self.game, self.evaluate, self.params, self.rng = game, evaluate, params, rng
         self.noise, self.temperature, self.temperature_moves = noise, temperature, temperature_moves
         self.simulations = simulations or params.simulations
+        self.determinizations = determinizations
         self.name = name
 
     def act(self, states: np.ndarray, moves: np.ndarray) -> Decision:
         result = search(self.game, self.evaluate, states, self.params, self.rng, noise=self.noise,
-                        simulations=self.simulations)
+                        simulations=self.simulations, determinizations=self.determinizations)
         if result.action is not None:  # Gumbel: the search chose (its noise is the exploration)
             return Decision(result.action, result.policy, result.value)
         actions = choose(result.visits, moves, self.temperature, self.temperature_moves, self.rng)

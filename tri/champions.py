@@ -62,6 +62,9 @@ class ChampionCard(_Frozen):
     model_id: str = Field(description="content hash of the weights (tri.net)")
     generation: int = Field(ge=0)
     simulations: int = Field(gt=0, description="search budget the champion plays with")
+    determinizations: int = Field(1, gt=0, le=1024, description="trees per move the champion grows, each on its "
+                                                               "own sampled future (games with chance; "
+                                                               "arena.determinizations)")
     params: dict = Field(description="the project's params, in full: mcts is the champion's search, but for "
                                      "search below")
     search: dict = Field(default_factory=dict, description="mcts settings the champion plays with where they "
@@ -172,7 +175,9 @@ def render_card(card: ChampionCard) -> str:
         "",
         (f"`{card.checkpoint}`: generation {card.generation}, model id `{card.model_id}`, "
          f"sha256 `{card.sha256}`. It plays with {card.simulations} simulations of search "
-         f"(`mcts` below{_search_text(card.search)})."),
+         + (f"in each of {card.determinizations} trees per move, each on its own sampled future "
+            if card.determinizations > 1 else "")
+         + f"(`mcts` below{_search_text(card.search)})."),
         "",
         (f"Use it as the player `champion:{card.game}` (or `champion` where {card.game} is the game), e.g. "
          f"`tri arena --game {card.game} champion greedy`."),

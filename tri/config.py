@@ -196,6 +196,12 @@ class ArenaParams(BaseModel):
                              description="search budget per move of a checkpoint player (arena, play, "
                                          "evaluate) unless given as mcts:PATH:N; at most 2**31 - 2 (nodes "
                                          "are numbered in int32)")
+    determinizations: int = Field(1, gt=0, le=1024,
+                                  description="games with chance (the triangle puzzle): trees a checkpoint "
+                                              "player grows per move, each on its own sampled future and "
+                                              "with the full simulations, combined by vote (unless given "
+                                              "as mcts:PATH:NxK); costs K times the search; games without "
+                                              "chance search one tree")
     temperature: float = Field(0.0, ge=0, description="sampled moves are drawn in proportion to "
                                                       "visits**(1/temperature); 0: the most visited; not "
                                                       "with gumbel")

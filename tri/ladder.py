@@ -42,7 +42,7 @@ from tri.episodes import run_episodes
 from tri.errors import TriError
 from tri.games import make_game
 from tri.net import load_checkpoint
-from tri.players import PlayerSpec, check_player_memory, make_agent, parse_spec
+from tri.players import PlayerSpec, check_player_memory, make_agent, parse_spec, player_trees
 from tri.ratings import ELO_PER_LOGIT, Match, bradley_terry
 from tri.record.ladder_files import write_files
 from tri.resources import arena_batch
@@ -181,7 +181,7 @@ def run_checkpoints(root: Path) -> tuple[list[tuple[int, Path]], list[int]]:
 def _identity(spec: PlayerSpec, s: _Setting) -> str:
     """What a player's results depend on, as canonical JSON: its kind; a checkpoint's content
     hash (``model_id``: the same weights under any path are the same player) and the device it
-    runs on; a search's settings, budget and move temperature."""
+    runs on; a search's settings, budget, trees per move and move temperature."""
     if spec.kind in ("random", "greedy"):
         return json.dumps({"kind": spec.kind})
     if spec.kind == "uct":  # no network: its budget and the code's constant are the player
@@ -191,6 +191,8 @@ def _identity(spec: PlayerSpec, s: _Setting) -> str:
     ap = s.params.arena
     data = {"kind": spec.kind, "model": load_checkpoint(spec.path, s.game).model_id, "device": s.device}
     if spec.kind == "mcts":
+        if (trees := player_trees(spec, s.game, ap)) > 1:  # one tree: the identity it had before trees
+            data["determinizations"] = trees                 # existed, so kept results stay valid
         data |= {"simulations": spec.simulations or ap.simulations,
                  "mcts": (spec.mcts or s.params.mcts).model_dump(mode="json"),
                  "temperature": ap.temperature, "temperature_moves": ap.temperature_moves}

@@ -9,6 +9,8 @@ spec                      player
                           the squared filled fraction after the move), then lowest action
 ``PATH.pt``               the checkpoint with search (``arena.simulations``)
 ``mcts:PATH:N``           the checkpoint with ``N`` simulations of search
+``mcts:PATH:NxK``         ... in each of ``K`` trees per move, each on its own sampled
+                          future (games with chance; ``arena.determinizations``)
 ``net:PATH``              the checkpoint's policy alone, no search (most probable move)
 ``models:/NAME@ALIAS``    a registered MLflow version (also ``models:/NAME/VERSION``), e.g.
                           ``models:/tri-triangle@champion``; PATH above may be one too
@@ -88,6 +90,7 @@ class PlayerSpec:
     simulations: int | None = None
     text: str = ""
     mcts: MctsParams | None = None  # the search settings it plays with (a champion's own), else the caller's
+    determinizations: int | None = None  # trees per move (a champion's own, NxK), else arena.determinizations
 
 
 def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) -> PlayerSpec:
@@ -96,8 +99,8 @@ def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) 
     project ``root`` (default: the current directory). ``game``: the game being played, which
     ``champion`` names and ``champion:GAME`` must match (None: ``champion`` needs its GAME)."""
 
-    def local(path: str) -> tuple[Path, MctsParams | None, int | None]:
-        """The checkpoint ``path`` names, and a champion's own search settings and budget."""
+    def local(path: str) -> tuple[Path, MctsParams | None, int | None, int | None]:
+        """The checkpoint ``path`` names, and a champion's own search settings, budget and trees."""
         if path == "champion" or path.startswith("champion:"):
             name = path.partition(":")[2] or game
             if not name:
@@ -105,11 +108,11 @@ def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) 
             if game is not None and name != game:
                 raise TriError(f"player {_clip(text)!r} plays {name}, but this plays {game} (use --game {name})")
             ckpt, card = champions.champion(name)
-            return ckpt, card.mcts, card.simulations
+            return ckpt, card.mcts, card.simulations, card.determinizations
         if not path.startswith("models:/"):
-            return Path(path), None, None
+            return Path(path), None, None, None
         try:
-            return resolve_model(path, Path.cwd() if root is None else root), None, None
+            return resolve_model(path, Path.cwd() if root is None else root), None, None, None
         except TriError as exc:  # its message names the URI: name the whole spec only if it differs
             raise (exc if path == text else TriError(f"player {text!r}: {exc}")) from None
 
@@ -126,20 +129,26 @@ def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) 
             raise TriError(f"player {_clip(text)!r}: expected alphabeta:DEPTH, e.g. alphabeta:3 (1 to 12)")
         return PlayerSpec("alphabeta", simulations=int(d), text=text)
     if text == "champion" or text.startswith(("models:/", "champion:")):
-        path, mcts, sims = local(text)
-        return PlayerSpec("mcts", path, sims, text=text, mcts=mcts)
+        path, mcts, sims, trees = local(text)
+        return PlayerSpec("mcts", path, sims, text=text, mcts=mcts, determinizations=trees)
     if text.startswith("net:"):
         return PlayerSpec("net", local(text[4:])[0], text=text)
     if text.startswith("mcts:"):
-        path, _, sims = text[5:].rpartition(":")
-        digits = sims.lstrip("0")
-        if not path or not (sims.isascii() and sims.isdigit()) or not digits:
-            raise TriError(f"player {_clip(text)!r}: expected mcts:PATH:SIMULATIONS, e.g. mcts:models/gen-0003.pt:128")
+        path, _, budget = text[5:].rpartition(":")
+        sims, times, trees = budget.partition("x")
+        digits, tree_digits = sims.lstrip("0"), trees.lstrip("0")
+        if (not path or not (sims.isascii() and sims.isdigit()) or not digits
+                or times and not (trees.isascii() and trees.isdigit() and tree_digits)):
+            raise TriError(f"player {_clip(text)!r}: expected mcts:PATH:SIMULATIONS or mcts:PATH:SIMULATIONSxTREES, "
+                           "e.g. mcts:models/gen-0003.pt:128 or mcts:champion:32x4")
         if len(digits) > len(str(MAX_SIMULATIONS)) or int(digits) > MAX_SIMULATIONS:
             raise TriError(f"player {_clip(text)!r}: at most {MAX_SIMULATIONS} simulations "
                            "(tree nodes are numbered in int32)")
-        resolved, mcts, _ = local(path)
-        return PlayerSpec("mcts", resolved, int(digits), text=text, mcts=mcts)
+        if times and (len(tree_digits) > 4 or int(tree_digits) > 1024):
+            raise TriError(f"player {_clip(text)!r}: at most 1024 trees per move")
+        resolved, mcts, _, card_trees = local(path)
+        return PlayerSpec("mcts", resolved, int(digits), text=text, mcts=mcts,
+                          determinizations=int(tree_digits) if times else card_trees)
     if text and (Path(text).suffix == ".pt" or Path(text).is_file()):
         return PlayerSpec("mcts", Path(text), text=text)
     raise TriError(f"unknown player {text!r}: use random, greedy, champion, uct:N, alphabeta:D, a checkpoint path (.pt), "
@@ -161,8 +170,17 @@ def check_player_memory(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: A
         setting, advice = "arena.simulations", f"lower arena.simulations{at_once}"
     else:
         setting, advice = f"player {_clip(spec.text)!r}", f"lower N in mcts:PATH:N{at_once}"
-    check_search(game, spec.mcts or mcts, simulations=spec.simulations or arena.simulations, batch=batch,
+    trees = player_trees(spec, game, arena)
+    if trees > 1:
+        setting, advice = f"{setting} in {trees} trees per move", f"{advice} or the trees per move"
+    check_search(game, spec.mcts or mcts, simulations=spec.simulations or arena.simulations, batch=batch * trees,
                  setting=setting, advice=advice)
+
+
+def player_trees(spec: PlayerSpec, game: Game, arena: ArenaParams) -> int:
+    """Trees per move of a search player: its own (``NxK``, a champion's card), else
+    ``arena.determinizations``; one in a game without chance."""
+    return (spec.determinizations or arena.determinizations) if game.stochastic else 1
 
 
 def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParams,
@@ -184,4 +202,5 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
         return NetAgent(game, evaluate, spec.text)
     return MctsAgent(game, evaluate, spec.mcts or mcts, rng, noise=False, temperature=arena.temperature,
                      temperature_moves=arena.temperature_moves,
-                     simulations=spec.simulations or arena.simulations, name=spec.text)
+                     simulations=spec.simulations or arena.simulations,
+                     determinizations=player_trees(spec, game, arena), name=spec.text)

@@ -29,6 +29,14 @@ unchanged: proofs come from the nodes the search creates anyway.
 search's own generator (``game.reseed``): a refill inside the tree is a sample the search drew,
 never the real game's next shapes, so the search result depends only on the position and the
 search seed.
+
+**Determinizations** (``determinizations = K > 1``, stochastic games). One tree plans against
+one sampled future, and the deeper it searches the more it trusts that future's draws. The
+search can instead grow ``K`` trees per root, each on its own chance stream and each with the
+full simulation budget, all in the same network calls (``[B * K]`` leaves), and combine them
+(ensemble determinization, Cowling et al. 2012): the visits are summed, the policy targets and
+values averaged, and with Gumbel the move is the one most trees chose (ties: the higher
+averaged policy, then the lower action). Deterministic games have one future: one tree.
 """
 
 from __future__ import annotations
@@ -170,13 +178,46 @@ def _dirichlet(rng: np.random.Generator, legal: np.ndarray, alpha: float) -> np.
 
 def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParams,
            rng: np.random.Generator, *, noise: bool = True, simulations: int | None = None,
-           ucb: float = 0.0) -> SearchResult:
+           determinizations: int = 1, ucb: float = 0.0) -> SearchResult:
     """Search from ``roots [B, L]`` (non-terminal states) and return the root visit counts.
 
     ``evaluate`` is called once per simulation step with every new leaf of every tree;
     ``rng`` draws the Dirichlet noise and, for stochastic games, the trees' chance streams.
+    ``determinizations > 1`` (stochastic games): that many trees per root, each on its own
+    sampled future, combined (module docstring); the result's ``tree`` then holds ``[B * K]``
+    trees, root ``b``'s in rows ``b * K`` to ``b * K + K - 1``.
     ``ucb > 0``: plain UCT selection with that exploration constant (``uct:N``, :mod:`tri.yardsticks`).
     """
+    k = determinizations if game.stochastic else 1
+    if k < 1:
+        raise ValueError(f"determinizations must be at least 1, got {determinizations}")
+    if k == 1:
+        return _search(game, evaluate, roots, params, rng, noise, simulations, ucb)
+    result = _search(game, evaluate, np.repeat(roots, k, axis=0), params, rng, noise, simulations, ucb)
+    return combine(result, k)
+
+
+def combine(result: SearchResult, k: int) -> SearchResult:
+    """One result per root from ``result``'s ``[B * K]`` searches, ``k`` consecutive per root:
+    visits ``[B, A]`` summed, policy and value averaged, and a Gumbel action ``[B]`` by vote
+    (ties: the higher averaged policy, then the lower action)."""
+    batch = result.visits.shape[0] // k
+    visits = result.visits.reshape(batch, k, -1).sum(axis=1, dtype=np.int64)
+    policy = result.policy.reshape(batch, k, -1).mean(axis=1, dtype=np.float64)
+    value = result.value.reshape(batch, k).mean(axis=1, dtype=np.float64).astype(np.float32)
+    action = None
+    if result.action is not None:
+        votes = np.zeros(policy.shape, np.int64)
+        np.add.at(votes, (np.repeat(np.arange(batch), k), result.action), 1)
+        # The policy averages k values in [0, 1]: below one vote, it only breaks ties.
+        action = np.argmax(votes + 0.5 * policy, axis=1).astype(np.int64)
+    return SearchResult(visits=np.minimum(visits, np.iinfo(np.int32).max).astype(np.int32),
+                        policy=policy.astype(np.float32), value=value, tree=result.tree, action=action)
+
+
+def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParams, rng: np.random.Generator,
+            noise: bool, simulations: int | None, ucb: float) -> SearchResult:
+    """:func:`search` with one tree per root."""
     sims = simulations or params.simulations
     leaves = params.leaves_per_step
     batch, two_player = roots.shape[0], game.num_players == 2

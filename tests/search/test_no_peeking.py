@@ -127,3 +127,21 @@ def test_a_search_that_used_the_real_stream_would_differ(game, twins):
     real_a, _ = game.place(a, game.action_tuple(move))
     node = ra.tree.children[0, 0, move]
     assert np.array_equal(ra.tree.states[0, node], real_a.data[0])
+
+
+def test_determinized_trees_each_plan_on_their_own_future(game, twins):
+    """Several trees per root (``determinizations``): each draws its own refills from the
+    search's generator, and still none sees the real game's."""
+    a, b = twins
+    k = 3
+    ra = search(game, evaluator(game), a.data, PARAMS, np.random.default_rng(7), noise=False, determinizations=k)
+    rb = search(game, evaluator(game), b.data, PARAMS, np.random.default_rng(7), noise=False, determinizations=k)
+    assert ra.tree.states.shape[0] == k and ra.visits.shape == (1, game.num_actions)
+    assert ra.visits.sum() == k * PARAMS.simulations
+    assert np.array_equal(ra.visits, rb.visits) and ra.value[0] == rb.value[0] and ra.action[0] == rb.action[0]
+    slots = slice(game.geometry.num_words + 2, None)
+    refills = set()
+    for tree in range(k):  # every first move refills: the trees' first children show their draws
+        kids = ra.tree.children[tree, 0][ra.tree.children[tree, 0] >= 0]
+        refills.add(ra.tree.states[tree, kids[0], slots].tobytes())
+    assert len(refills) == k

@@ -32,7 +32,8 @@ def champions_group(ctx: click.Context) -> None:
     for game in names:
         card = champions.load_card(game, folder)
         t = card.training
-        click.echo(f"  {game:<10} generation {card.generation}, {card.simulations} simulations, "
+        trees = f" x {card.determinizations} trees" if card.determinizations > 1 else ""
+        click.echo(f"  {game:<10} generation {card.generation}, {card.simulations} simulations{trees}, "
                    f"{t.wall_minutes:.0f} minutes of training ({t.tag}); card: {folder / (game + '.md')}")
 
 
@@ -47,12 +48,16 @@ def champions_group(ctx: click.Context) -> None:
               help="A promoted generation (default: the last promoted).")
 @click.option("--simulations", type=click.IntRange(1), default=None,
               help="Its search budget (default: the project's arena.simulations).")
+@click.option("--determinizations", type=click.IntRange(1, 1024), default=None,
+              help="Its trees per move, each on its own sampled future (games with chance; default: the "
+                   "project's arena.determinizations).")
 @click.option("--search", "search", multiple=True, metavar="KEY=VALUE",
               help="An mcts setting it plays with over the project's (repeatable), e.g. solver=true; "
                    "written on the card.")
 @click.option("--note", "notes", multiple=True, help="A line for the card's notes (repeatable).")
 def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, generation: int | None,
-                simulations: int | None, search: tuple[str, ...], notes: tuple[str, ...]) -> None:
+                simulations: int | None, determinizations: int | None, search: tuple[str, ...],
+                notes: tuple[str, ...]) -> None:
     """Make PROJECT's best network the champion of GAME: the checkpoint, and a model card whose
     figures come from the evaluation commands written on it (run here, from this checkout)."""
     from tri.record.publish import publish  # imports torch and MLflow: only for this command
@@ -60,7 +65,7 @@ def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, ge
     try:
         with stop_on_signals():  # Ctrl-C or SIGTERM: the staging folder goes, nothing is published
             card = publish(game, project, loop=loop_command, tri_commit=tri_commit, generation=generation,
-                           simulations=simulations, search=_settings(search), notes=notes, echo=click.echo)
+                           simulations=simulations, determinizations=determinizations, search=_settings(search), notes=notes, echo=click.echo)
     except KeyboardInterrupt:
         click.echo("tri champions publish: stopped; nothing was published", err=True)
         raise click.exceptions.Exit(130) from None

@@ -104,11 +104,12 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
     both playing the same --games seeds: each mean with its 95% interval, the paired difference
     PLAYER - baseline with its interval, and per seed wins, ties and losses.
 
-    PLAYER and --baseline: a checkpoint path (with search), mcts:PATH:N, net:PATH, random, greedy,
-    champion, or a registered model (models:/tri-triangle@champion). The seeds are drawn for
-    evaluation alone, never self-play's or the arena's; the games use arena.concurrent and
-    arena.max_moves. --simulations sets PLAYER's budget; a baseline checkpoint path searches
-    with arena.simulations (mcts:PATH:N sets its own).
+    PLAYER and --baseline: a checkpoint path (with search), mcts:PATH:N, mcts:PATH:NxK (K trees of
+    N simulations per move, each on its own sampled future), net:PATH, random, greedy, champion,
+    or a registered model (models:/tri-triangle@champion). The seeds are drawn for evaluation
+    alone, never self-play's or the arena's; the games use arena.concurrent and arena.max_moves.
+    --simulations sets PLAYER's budget; a baseline checkpoint path searches with
+    arena.simulations in arena.determinizations trees (mcts:PATH:N sets its own).
     """
 
     params = params_for_game(params_path, "triangle")  # another game's project: its recipe

@@ -62,7 +62,8 @@ class TriangleEval:
     ``diff_*``: the paired difference PLAYER - baseline; ``wins``/``ties``/``losses``: seeds where
     PLAYER scores more, as much (within 1e-9), less. Per seed, in the order of ``seeds [N]``:
     ``scores [N]``, ``baseline_scores [N]``, ``steps [N]``, ``baseline_steps [N]``.
-    ``simulations``: a player's search budget (None without search)."""
+    ``simulations``: a player's search budget (None without search), in each of ``trees`` trees
+    per move (``baseline_trees``)."""
 
     game: str
     player: str
@@ -85,6 +86,8 @@ class TriangleEval:
     wins: int
     ties: int
     losses: int
+    trees: int = 1
+    baseline_trees: int = 1
     seconds: float = 0.0
     seeds: list[int] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
@@ -148,7 +151,8 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
         baseline_mean_steps=float(np.mean(base_steps)), diff_mean=d_mean, diff_low=d_low, diff_high=d_high,
         wins=int((diff > TIE).sum()), ties=int((np.abs(diff) <= TIE).sum()), losses=int((diff < -TIE).sum()),
         seeds=seeds.tolist(), scores=scores.tolist(), baseline_scores=base_scores.tolist(), steps=steps,
-        baseline_steps=base_steps)
+        baseline_steps=base_steps, trees=getattr(agent, "determinizations", 1),
+        baseline_trees=getattr(base, "determinizations", 1))
     result.seconds = time.perf_counter() - start
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")
@@ -159,12 +163,14 @@ def format_triangle(result: TriangleEval) -> str:
     """A plain-text table: each player's mean score, 95% interval and mean steps; then the paired
     difference with its interval, and the per-seed wins, ties and losses."""
 
-    def label(name: str, sims: int | None, role: str) -> str:
-        return f"{name}{f' ({sims} simulations)' if sims else ''}{role}"
+    def label(name: str, sims: int | None, trees: int, role: str) -> str:
+        budget = f" ({sims} simulations{f' x {trees} trees' if trees > 1 else ''})" if sims else ""
+        return f"{name}{budget}{role}"
 
-    rows = [(label(result.player, result.simulations, ""), result.mean, result.low, result.high,
+    rows = [(label(result.player, result.simulations, result.trees, ""), result.mean, result.low, result.high,
              result.mean_steps),
-            (label(result.baseline, result.baseline_simulations, " (baseline)"), result.baseline_mean,
+            (label(result.baseline, result.baseline_simulations, result.baseline_trees, " (baseline)"),
+             result.baseline_mean,
              result.baseline_low, result.baseline_high, result.baseline_mean_steps)]
     width = max(len("player"), *(len(r[0]) for r in rows))
     intervals = [f"[{low:.2f}, {high:.2f}]" for _, _, low, high, _ in rows]

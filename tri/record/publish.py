@@ -103,12 +103,14 @@ CHECKS: dict[str, tuple[str, str]] = {
 
 
 def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation: int | None = None,
-            simulations: int | None = None, search: dict | None = None, folder: Path | None = None,
+            simulations: int | None = None, determinizations: int | None = None, search: dict | None = None,
+            folder: Path | None = None,
             notes: tuple[str, ...] = (), echo=print) -> ChampionCard:
     """Publish the champion of ``game`` from ``project`` into ``folder`` (default: the champions
     folder); returns its card. ``loop``: the ``tri loop`` command(s) that trained it;
     ``tri_commit``: the tri commit(s) it was trained with; ``simulations``: its search budget
-    (default: the project's ``arena.simulations``); ``search``: ``mcts`` settings it plays with
+    (default: the project's ``arena.simulations``), in ``determinizations`` trees per move
+    (default: the project's ``arena.determinizations``); ``search``: ``mcts`` settings it plays with
     over the project's (e.g. ``{"solver": True}``). Raises :class:`TriError` (one line)."""
     project, folder = Path(project).resolve(), Path(folder or champions_dir())
     if game not in EVALUATIONS:
@@ -133,6 +135,7 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
         card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256=sha256(staging / f"{game}.pt"),
                             model_id=ckpt.model_id, generation=generation,
                             simulations=simulations or params.arena.simulations,
+                            determinizations=determinizations or params.arena.determinizations,
                             params=params.model_dump(mode="json"), search=search, training=training,
                             evaluations=[],
                             check=Evaluation(title="pending", command="", result={}), notes=list(notes))
