@@ -16,7 +16,8 @@ TINY = "net: {channels: 8, blocks: 1, value_hidden: 8}\nmcts: {simulations: 4}\n
 def test_bench_search_reports_both_root_selections(tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text(TINY)
-    args = ["bench", "search", "--params", str(params), "--repeats", "1", "--moves", "2", "--leaves", "4"]
+    args = ["bench", "search", "--params", str(params), "--repeats", "1", "--moves", "2", "--leaves", "4",
+            "--trees", "3"]
     result = CliRunner().invoke(main, [*args, "--json"])
     assert result.exit_code == 0, result.output
     benches = json.loads(result.output)
@@ -30,5 +31,7 @@ def test_bench_search_reports_both_root_selections(tmp_path):
         # the old figure is the new one with only the simulations counted as network work
         assert abs(b["sims_share"] - b["network_speed_share"] * b["simulations"] / b["evals_per_position"]) < 1e-9
         assert b["speedup_vs_alphatriangle"] == b["alphatriangle_seconds"] / b["move_2048_seconds"]
+        assert b["play_trees"] == 3 and b["play_simulations"] == 32 and b["play_move_seconds"] > 0
     table = CliRunner().invoke(main, args)
     assert table.exit_code == 0 and "gumbel (the params)" in table.output and "puct" in table.output
+    assert "a player's move, 32 simulations x 3 trees" in table.output

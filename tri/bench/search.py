@@ -22,7 +22,10 @@ worker; the network on the device ``TRI_DEVICE`` resolves to, named in the repor
 - one move at 2,048 simulations for a single game (``--leaves`` leaves per network call, kept
   apart by virtual visits; Gumbel's sequential halving counts the pending ones; torch on
   ``--move-threads``, by default every core, as a player uses the machine), beside
-  alphatriangle 1.0.0's 36 s per move measured on this machine.
+  alphatriangle 1.0.0's 36 s per move measured on this machine;
+- a player's move: one game, ``arena.simulations`` in ``--trees`` trees per move (default
+  ``arena.determinizations``; games without chance search one), the median over the moves of
+  games played with it (torch on ``--move-threads``), beside issue 22's 100 ms per move.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from tri.net import InferenceNet, build_model, make_evaluator
 from tri.search import search
 
 ALPHATRIANGLE_SECONDS = 36.0  # alphatriangle 1.0.0, default search, per move (36-45 s here)
+PLAY_MOVE_LIMIT = 0.1  # issue 22: a player's move in at most 100 ms
+PLAY_MOVES = 40  # moves timed for the player's move
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,9 @@ class SearchBench:
     move_2048_threads: int
     alphatriangle_seconds: float
     speedup_vs_alphatriangle: float
+    play_move_seconds: float  # a player's move: one game, play_simulations in play_trees trees
+    play_simulations: int
+    play_trees: int
     device: str
     precision: str  # the snapshot's number format: mcts.precision, auto resolved for the device
     precision_setting: str  # mcts.precision as the params say it (auto, float32 or bfloat16)
@@ -75,20 +83,22 @@ def to_json(benches: list[SearchBench]) -> str:
 
 
 def run(params: Params, *, repeats: int = 5, moves: int = 8, leaves: int = 64, move_threads: int = 1,
+        trees: int | None = None,
         seed: int = 0, runtime: Runtime | None = None) -> list[SearchBench]:
     """Measure the params' root selection, then the other; ``moves`` self-play moves (for every
     game in the batch) per repeat, on the device ``runtime.device`` resolves to (default:
-    ``TRI_DEVICE``); torch on one thread, but ``move_threads`` for the single-game move."""
+    ``TRI_DEVICE``); torch on one thread, but ``move_threads`` for the single-game moves;
+    ``trees``: the player's trees per move (default ``arena.determinizations``)."""
     device = resolve_device((runtime or Runtime()).device)
     other = params.model_copy(update={"mcts": params.mcts.model_copy(update={"gumbel": not params.mcts.gumbel})})
     with torch_threads():
         return [_measure(p, device, shipped=p is params, repeats=repeats, moves=moves, leaves=leaves,
-                         move_threads=move_threads, seed=seed)
+                         move_threads=move_threads, trees=trees or params.arena.determinizations, seed=seed)
                 for p in (params, other)]
 
 
 def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves: int, leaves: int,
-             move_threads: int, seed: int) -> SearchBench:
+             move_threads: int, trees: int, seed: int) -> SearchBench:
     import torch
 
     game = make_game(params.game)
@@ -156,6 +166,10 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
             start = time.perf_counter()
             search(game, evaluate, root, mcts_one, rng, simulations=2048)
             times.append(time.perf_counter() - start)
+        trees = trees if game.stochastic else 1
+        player = MctsAgent(game, evaluate, params.mcts, rng, noise=False, temperature=0.0, temperature_moves=0,
+                           simulations=params.arena.simulations, determinizations=trees)
+        play_times = _player_moves(game, player, seed)
     med = statistics.median
     sims_rate, net_rate, move = med(rates["fast"]), med(net_rates["fast"]), med(times)
     per_position = med(evals_per_position)
@@ -168,8 +182,26 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
                        evals_per_position=per_position, network_speed_share=share, outside_network_share=1 - share,
                        sims_share=sims_rate / net_rate,
                        move_2048_seconds=move, move_2048_leaves=leaves, move_2048_threads=move_threads, alphatriangle_seconds=ALPHATRIANGLE_SECONDS,
-                       speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, device=device,
+                       speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, play_move_seconds=med(play_times),
+                       play_simulations=params.arena.simulations, play_trees=trees, device=device,
                        precision=precision, precision_setting=params.mcts.precision)
+
+
+def _player_moves(game, player: MctsAgent, seed: int) -> list[float]:
+    """Seconds of each of :data:`PLAY_MOVES` moves ``player`` makes in games of its own, one at
+    a time (a new game, seeded on, when one ends), after one move to warm up."""
+    state, game_seed = game.initial(np.array([seed])), seed
+    player.act(state, np.zeros(1, np.int64))
+    times = []
+    for _ in range(PLAY_MOVES):
+        start = time.perf_counter()
+        decision = player.act(state, np.zeros(1, np.int64))
+        times.append(time.perf_counter() - start)
+        state = game.step(state, decision.actions).states
+        if game.terminal(state)[0]:
+            game_seed += 1
+            state = game.initial(np.array([game_seed]))
+    return times
 
 
 def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
@@ -204,6 +236,9 @@ def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
          lambda b: f"{b.move_2048_seconds:.3f} s", ""),
         (f"  vs alphatriangle 1.0.0 ({first.alphatriangle_seconds:.0f} s per move)",
          lambda b: f"{b.speedup_vs_alphatriangle:.0f}x faster", ">= 100x"),
+        (f"a player's move, {first.play_simulations} simulations"
+         f"{f' x {first.play_trees} trees' if first.play_trees > 1 else ''} (median of {PLAY_MOVES})",
+         lambda b: f"{1000 * b.play_move_seconds:.1f} ms", f"<= {1000 * PLAY_MOVE_LIMIT:.0f} ms"),
     ]
     for label, cell, target in rows:
         table.add_row(label, *(cell(b) for b in benches), target)

@@ -46,15 +46,19 @@ def bench_engine(as_json: bool, repeats: int, seconds: float, seed: int, params_
 @click.option("--move-threads", type=click.IntRange(1), default=None,
               help="Torch threads for the single-game move, as a player uses the machine (default: its "
                    "cores); self-play is measured on one, as a self-play worker runs.")
+@click.option("--trees", type=click.IntRange(1, 1024), default=None,
+              help="Trees per move of the player's move (default: arena.determinizations), e.g. 8 as the "
+                   "triangle champion plays.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @PARAMS_OPTION
-def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, move_threads: int | None, seed: int,
-                 params_path: Path | None) -> None:
+def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, move_threads: int | None,
+                 trees: int | None, seed: int, params_path: Path | None) -> None:
     """Self-play simulations/s against network-only evaluations/s at the same batch, and one
-    2,048-simulation move, for the params' root selection and the other (Gumbel and PUCT)."""
+    2,048-simulation move, and a player's move (arena.simulations in --trees trees), for the
+    params' root selection and the other (Gumbel and PUCT)."""
 
     search.print_report(search.run(load_params(params_path), repeats=repeats, moves=moves, leaves=leaves,
-                                   move_threads=move_threads or os.cpu_count() or 1, seed=seed),
+                                   move_threads=move_threads or os.cpu_count() or 1, trees=trees, seed=seed),
                         as_json=as_json)
 
 

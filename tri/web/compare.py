@@ -80,6 +80,7 @@ def _champions(roster: Roster) -> list[dict]:
         except TriError:
             continue
         out.append({"game": game, "generation": card.generation, "simulations": card.simulations,
+                    "trees": card.determinizations,
                     "summary": headline(card), "card": str(champions.card_path(game, roster.runtime.champions)
                                                           .with_suffix(".md"))})
     return out

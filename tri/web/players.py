@@ -87,7 +87,8 @@ class Roster:
                 card = champions.load_card(game, self.runtime.champions)
                 if not self._same_rules(game, card):
                     raise TriError("the champion plays other rules than this project")
-                budget = f"{card.simulations} simulations" if card.simulations else "its search"
+                trees = f" x {card.determinizations} trees" if card.determinizations > 1 else ""
+                budget = f"{card.simulations} simulations{trees}" if card.simulations else "its search"
                 out.append(Allowed("champion", f"champion (generation {card.generation}, {budget})", "champion"))
                 out.append(Allowed("champion-net", "champion's network alone (no search)", f"net:champion:{game}"))
             except (TriError, ValueError):

@@ -60,6 +60,7 @@ export async function showCompare() {
   }
   $("#compare-champions").replaceChildren(view.champions.length ? table(
     ["game", "generation", "search", "measured", "card"],
-    view.champions.map((c) => [c.game, c.generation, `${c.simulations} simulations`, c.summary, c.card]), "text",
+    view.champions.map((c) => [c.game, c.generation,
+      `${c.simulations} simulations${c.trees > 1 ? ` x ${c.trees} trees` : ""}`, c.summary, c.card]), "text",
   ) : note("no champions found"));
 }
