@@ -62,9 +62,9 @@ class ChampionCard(_Frozen):
     model_id: str = Field(description="content hash of the weights (tri.net)")
     generation: int = Field(ge=0)
     simulations: int = Field(gt=0, description="search budget the champion plays with")
-    determinizations: int = Field(1, gt=0, le=1024, description="trees per move the champion grows, each on its "
-                                                               "own sampled future (games with chance; "
-                                                               "arena.determinizations)")
+    determinizations: int = Field(1, gt=0, le=1024,
+                                  description="trees per move the champion grows, each on its own sampled "
+                                              "future (games with chance; arena.determinizations)")
     params: dict = Field(description="the project's params, in full: mcts is the champion's search, but for "
                                      "search below")
     search: dict = Field(default_factory=dict, description="mcts settings the champion plays with where they "

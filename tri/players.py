@@ -139,8 +139,8 @@ def parse_spec(text: str, root: Path | None = None, *, game: str | None = None) 
         digits, tree_digits = sims.lstrip("0"), trees.lstrip("0")
         if (not path or not (sims.isascii() and sims.isdigit()) or not digits
                 or times and not (trees.isascii() and trees.isdigit() and tree_digits)):
-            raise TriError(f"player {_clip(text)!r}: expected mcts:PATH:SIMULATIONS or mcts:PATH:SIMULATIONSxTREES, "
-                           "e.g. mcts:models/gen-0003.pt:128 or mcts:champion:32x4")
+            raise TriError(f"player {_clip(text)!r}: expected mcts:PATH:SIMULATIONS or "
+                           "mcts:PATH:SIMULATIONSxTREES, e.g. mcts:models/gen-0003.pt:128 or mcts:champion:32x4")
         if len(digits) > len(str(MAX_SIMULATIONS)) or int(digits) > MAX_SIMULATIONS:
             raise TriError(f"player {_clip(text)!r}: at most {MAX_SIMULATIONS} simulations "
                            "(tree nodes are numbered in int32)")
@@ -173,8 +173,8 @@ def check_player_memory(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: A
     trees = player_trees(spec, game, arena)
     if trees > 1:
         setting, advice = f"{setting} in {trees} trees per move", f"{advice} or the trees per move"
-    check_search(game, spec.mcts or mcts, simulations=spec.simulations or arena.simulations, batch=batch * trees,
-                 setting=setting, advice=advice)
+    check_search(game, spec.mcts or mcts, simulations=spec.simulations or arena.simulations,
+                 batch=batch * trees, setting=setting, advice=advice)
 
 
 def player_trees(spec: PlayerSpec, game: Game, arena: ArenaParams) -> int:

@@ -65,7 +65,8 @@ def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, ge
     try:
         with stop_on_signals():  # Ctrl-C or SIGTERM: the staging folder goes, nothing is published
             card = publish(game, project, loop=loop_command, tri_commit=tri_commit, generation=generation,
-                           simulations=simulations, determinizations=determinizations, search=_settings(search), notes=notes, echo=click.echo)
+                           simulations=simulations, determinizations=determinizations,
+                           search=_settings(search), notes=notes, echo=click.echo)
     except KeyboardInterrupt:
         click.echo("tri champions publish: stopped; nothing was published", err=True)
         raise click.exceptions.Exit(130) from None
