@@ -188,9 +188,9 @@ def search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsParam
     trees, root ``b``'s in rows ``b * K`` to ``b * K + K - 1``.
     ``ucb > 0``: plain UCT selection with that exploration constant (``uct:N``, :mod:`tri.yardsticks`).
     """
-    k = determinizations if game.stochastic else 1
-    if k < 1:
+    if determinizations < 1:
         raise ValueError(f"determinizations must be at least 1, got {determinizations}")
+    k = determinizations if game.stochastic else 1
     if k == 1:
         return _search(game, evaluate, roots, params, rng, noise, simulations, ucb)
     result = _search(game, evaluate, np.repeat(roots, k, axis=0), params, rng, noise, simulations, ucb)
