@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tri.champions import available
+from tri.champions import available, load_card
 from tri.games.triangle.game import TriangleGame
 
 CHROMIUM = os.environ.get("TRI_CHROMIUM", "/usr/bin/chromium")
@@ -206,6 +206,9 @@ def test_compare_view_opens(page):
     page.wait_for_selector("#compare-champions table")
     games = page.locator("#compare-champions tbody tr td:first-child").all_inner_texts()
     assert sorted(games) == sorted(available())  # every champion that ships
+    searches = page.locator("#compare-champions tbody tr td:nth-child(3)").all_inner_texts()
+    card = load_card("triangle")
+    assert dict(zip(games, searches))["triangle"] == f"{card.simulations} simulations x {card.determinizations} trees"
     shot(page, "web-compare-empty.png")
 
 
