@@ -71,13 +71,13 @@ CASES = {
 HASHES: dict[str, dict[str, str]] = {
     'connect4': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            'fec38326ebf9e7f9a03337292c49c91a06bded44632987250e8c1277f5c45ce6',
+            '0dace7f77e3b3722dd495cdc3a265705c0da38dbc2ab4dc0465235ce5de2482a',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '830588c4ee5bfaed896b3e4fdfc8820ae9fa3d2f70a328fbc20eabf5d3f4b66f',
+            '1c66ddf79cd2915f3f176e929cff7c3506b049f8612f9140f38b5d5717fe76c1',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '421cefa14981318ef8860fcab4b9b1d9ea91199edf71700e09f93cf9a6d8d7d6',
+            'afea4673f21bdccfc1dda3286cd950c2c25ce89678f2a2afbbcb25bd03e7c07e',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '006d97aec7a7fe745768d9bb83265c3079515bf80a869430f4a0dbe8d388f4af',
+            '90317e144c5e8011a5fdd2b327382cdc9ffff6d2f42676cb94f3d20f84373c3c',
         'models/candidates/gen-0001.pt':
             '18eb35305cd5efaa8cd03627c3a2a5a71d347eb3888e21ee231c50a38155dd4d',
         'data/arena/gen-0001.json':
@@ -85,13 +85,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'tictactoe': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '07f191de479f8f3b4bc3a7c70ace5d26dc5739f3125926838b3ecd6fe95e2908',
+            'c75a50b20eabde0be1c10e55620f016d7d7addce2c2c33d17943ee0a35f0f4de',
         'data/selfplay/gen-0001/shard-000.parquet':
-            'f6b8f55545eb7bdedf1c8105253370997ebdb06f355d8ca5b4ae58d160264bcd',
+            '591bb53f58208291207c3c25e61e6ce202accacb11ae65837574443525b577f8',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '68a0aafd5af287c26c55b08dc11eaf1520ce1195d7caffafcc457724fd07ec82',
+            '3fd403d3506c7521051fe5e7431ccd70757b3946e01bd8d01bdf1bd4a46486ef',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '8693d1f680cbc64f030e9f41615072ed7fad9d8ed67b592553a88bb943252622',
+            '17fc6e941f2ba4acd842f6e46bad70f20ab20c33e1c373359ce67a70481e9c34',
         'models/candidates/gen-0001.pt':
             '10cdb0f9c5000fabbcd2cd2d5854236734603e2ca26857148960ea1d934b580a',
         'data/arena/gen-0001.json':
@@ -99,13 +99,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-gumbel': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '94bd360c1130b21999fc98987c68f8cc51b847a1af0db5ed03902675d2fac69a',
+            'e5ba0bcdb6275467f711aa9187287e3754616374cccb8db4d78adb5949fa3b5d',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '8d545784f3bf51b3ef7b24503566ff9d8b27779cf4f7d6911aac68dca165864d',
+            'f24bca9320c6aadba4fed15ff5c32f27c4b865303a2c1f9216da101c5c4a019f',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            'deebe4d3dca40b2d12144f8fb79012a088202861939921697540f1aa7f1b6aa6',
+            '0c49ad0b925fe76cf24b443e120f91599020c726e3e793aa6d86b606c66e9f2d',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '4cb2f272e59fce0911f70032ac44287edcb7339f7ffb916bb8030dbeb76567a7',
+            '9a656840077397826f71ecf375b1132b5f4134807e80a15a9afa86da7227b440',
         'models/candidates/gen-0001.pt':
             '1704f25602a9db472650cf0fac111bfbdf4c56f5b38e6cc80568590ff8e290d0',
         'data/arena/gen-0001.json':
@@ -113,13 +113,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-puct': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '7dd6180beaee933db4004d8be8f4230417239ea570809cd7da9ff7484b84e9f0',
+            'cbca45a494a1cdf057f81da5fd3c32afbc289bfb69291065032b033dd3ac441f',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '5aa8ce8ac1d884ad27923c6d6be0b94053992d454ef53889e9142b12d85c2cf2',
+            '8b5ca22e6bbab264c01a7c51061908c9c4b197ec728ea1ebe4eb79adee110a45',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            'cb586af005ba4ecff7e5433e16634133b85be2f6b0f1cbed3138284a9678355c',
+            'dc6763cd63343cec2146c433676c47322f229d0ed735d8b2a382ca35d8472605',
         'data/selfplay/gen-0001/shard-001.parquet':
-            'd93c981b7841992c8cd5a1a01e981d61e781c1a2eadbae13b56898fa64376aa0',
+            'a710ca47d17407eb9fb78dc929a3329c8825df967ed99a6b2f9549b3d7be75bb',
         'models/candidates/gen-0001.pt':
             'ed67d03452d25934917d3904356fd492c78241d9208f40e97fc50d1064f75538',
         'data/arena/gen-0001.json':

@@ -23,7 +23,8 @@ from tri.config import Runtime
 from tri.device import resolve_device, synchronize, torch_threads, training_autocast
 from tri.errors import TriError
 from tri.games import make_game
-from tri.net import build_model, initial_checkpoint, load_checkpoint, make_evaluator, save_checkpoint
+from tri.evaluator import make_evaluator
+from tri.net import build_model, initial_checkpoint, load_checkpoint, save_checkpoint
 from tri.train import on_cpu
 
 HAS_CUDA = torch.cuda.is_available()

@@ -291,6 +291,19 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     assert [e.result["game"] for e in card.evaluations] == ["tictactoe"] * 3
     assert card.evaluations[0].result["simulations"] == params.arena.simulations
     assert sorted(p.name for p in folder.iterdir()) == ["tictactoe.json", "tictactoe.md", "tictactoe.pt"]
+    # Measured again under another search, as for a champion whose project is gone: the
+    # evaluations are run again with the new budget and settings; the file and record stay.
+    from tri.record.publish import remeasure
+
+    again = remeasure("tictactoe", simulations=5, search={"c_puct": 2.0}, folder=folder, echo=lambda line: None)
+    assert again.search == {"c_puct": 2.0} and again.mcts.c_puct == 2.0 and not again.mcts.solver
+    assert again.simulations == 5 and again.evaluations[0].result["simulations"] == 5
+    assert (again.sha256, again.training, again.params) == (card.sha256, card.training, card.params)
+    assert champion("tictactoe", folder)[1] == again and (folder / "tictactoe.md").read_text() == render_card(again)
+    assert sorted(p.name for p in folder.iterdir()) == ["tictactoe.json", "tictactoe.md", "tictactoe.pt"]
+    with pytest.raises(TriError, match="'depth' is not an mcts setting"):
+        remeasure("tictactoe", search={"depth": 3}, folder=folder)
+    assert champion("tictactoe", folder)[1] == again
 
 
 @pytest.mark.parametrize("name, moves, repro", [("gobang", 81, True), ("othello", 40, True),

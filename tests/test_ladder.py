@@ -220,3 +220,21 @@ def test_trees_per_move_make_another_player(tmp_path, counted):
     assert (first.played, first.reused) == (2, 0)
     again = ladder.run(TRIANGLE, players, out=out, runtime=CPU)
     assert (again.played, again.reused) == (0, 2)
+
+
+def test_a_symmetrized_network_is_another_player(tmp_path, counted):
+    """``mcts.symmetrize`` changes what a network player plays, searched or alone: with it on,
+    the same checkpoints are played again, not reused; with it off, the identity is the one
+    results kept before the setting existed (no ``symmetrize`` in it)."""
+    model = tmp_path / "tiny.pt"
+    save_model(model, TTT)
+    players = ["greedy", f"net:{model}", f"mcts:{model}:2"]
+    out = tmp_path / "ladder"
+    assert (ladder.run(TTT, players, out=out, runtime=CPU).played, counted.calls) == (3, 3)
+    kept = [json.loads(i) for f in (out / "cache").glob("*.json") for i in json.loads(f.read_text())["players"]]
+    searched = [i for i in kept if i["kind"] == "mcts"]
+    assert searched and not any("symmetrize" in i or "symmetrize" in i.get("mcts", {}) for i in kept)
+    on = with_section(TTT, "mcts", symmetrize=True)
+    again = ladder.run(on, players, out=out, runtime=CPU)
+    assert (again.played, again.reused) == (3, 0)  # the two network players' two pairings, and theirs
+    assert (ladder.run(on, players, out=out, runtime=CPU).reused) == 3

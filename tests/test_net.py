@@ -25,8 +25,9 @@ from tri.errors import TriError
 from tri.games import make_game
 from tri.games.triangle.game import TriangleGame
 from tri.games.triangle.rules import TriangleConfig
+from tri.evaluator import make_evaluator
 from tri.net import (FORMAT, FORMAT_VERSION, Checkpoint, build_model, h, h_inv, load_checkpoint,
-                     make_evaluator, masked_policy, save_checkpoint, two_hot)
+                     masked_policy, save_checkpoint, two_hot)
 
 SMALL = NetParams(channels=8, blocks=1, value_hidden=16)
 SUPPORT = NetParams().support_max
@@ -494,3 +495,56 @@ def test_bfloat16_snapshot_is_close_and_its_heads_stay_float32(name):
     np.testing.assert_allclose(b[0], a[0], atol=0.02)
     np.testing.assert_allclose(b[2], a[2], rtol=0.05, atol=0.02)
     np.testing.assert_array_equal(b[1], a[1])
+
+
+def _midgame(game, moves: int, seed: int = 0) -> np.ndarray:
+    """16 positions after ``moves`` random moves each (games that ended stay at their end)."""
+    from tri.games.base import sample_legal
+
+    rng = np.random.default_rng(seed)
+    states = game.initial(np.arange(16))
+    for _ in range(moves):
+        live = ~game.terminal(states)
+        if not live.any():
+            break
+        step = game.step(states[live], sample_legal(game.legal(states[live]), rng))
+        states[live] = step.states
+    return states[~game.terminal(states)]
+
+
+@pytest.mark.parametrize("name, moves", [("connect4", 9), ("tictactoe", 3), ("othello", 6), ("pyrga", 5)])
+def test_symmetrize_averages_the_network_over_the_positions_images(name, moves):
+    """``mcts.symmetrize``: the priors and value are the mean, over the position and its images
+    under every symmetry (the board moved by ``game.transform``, not by the evaluator's plane
+    mapping), of the plain evaluation, each image's priors read back on the position's actions;
+    so an image of a position gets the same evaluation moved (equivariance, rotations included)."""
+    game, model = _random_model(name, 0.3)
+    states = _midgame(game, moves)
+    plain, averaged = make_evaluator(model, game), make_evaluator(model, game, symmetrize=True)
+    priors, legal, values = plain(states)
+    total_p, total_v = priors.astype(np.float64), values.astype(np.float64)
+    for s in game.symmetries():
+        p, _, v = plain(game.transform(states, s))
+        back = np.empty_like(p)
+        back[:, s.actions] = p
+        total_p, total_v = total_p + back, total_v + v
+    n = 1 + len(game.symmetries())
+    ap, al, av = averaged(states)
+    np.testing.assert_array_equal(al, legal)
+    np.testing.assert_allclose(ap, total_p / n, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(av, total_v / n, rtol=1e-4, atol=1e-5)
+    assert np.abs(ap - priors).max() > 1e-3  # it changed something
+    for s in game.symmetries():
+        mp, _, mv = averaged(game.transform(states, s))
+        np.testing.assert_allclose(mp, ap[:, s.actions], rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(mv, av, rtol=1e-4, atol=1e-5)
+
+
+def test_symmetrize_is_plain_without_symmetries_and_refused_where_actions_move_by_position():
+    game, model = _random_model("triangle", 0.3)
+    states = game.initial(np.arange(4))
+    for a, b in zip(make_evaluator(model, game)(states), make_evaluator(model, game, symmetrize=True)(states)):
+        np.testing.assert_array_equal(a, b)
+    game, model = _random_model("santorini", 0.3)
+    with pytest.raises(TriError, match="mcts.symmetrize: santorini's symmetries map actions differently"):
+        make_evaluator(model, game, symmetrize=True)

@@ -15,7 +15,8 @@ import pytest
 
 from tri import layout, train
 from tri.errors import TriError
-from tri.net import load_checkpoint, make_evaluator
+from tri.evaluator import make_evaluator
+from tri.net import load_checkpoint
 
 from tests.pipeline_fixtures import (OTHER_BOARD, PARAMS, assert_clean_error, game_of, save_model, tri_cli,
                                      with_section, write_params, write_synthetic_folder)

@@ -116,6 +116,13 @@ class MctsParams(BaseModel):
                             "with bfloat16), far slower where it does not; auto: bfloat16 where native, "
                             "else float32 (so results are reproducible per machine); a champion searches "
                             "as its card says")
+    symmetrize: bool = Field(False, description="evaluate each position together with its images under "
+                                                 "the game's symmetries (Connect Four's mirror; 7 on a "
+                                                 "square board) in the same network call, and search on "
+                                                 "the averaged priors and value: a steadier evaluation for "
+                                                 "(1 + symmetries)x the network's work per simulation; "
+                                                 "not for a game whose action map depends on the position "
+                                                 "(Santorini)")
 
 
 class SelfplayParams(BaseModel):

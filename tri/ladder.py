@@ -189,12 +189,16 @@ def _identity(spec: PlayerSpec, s: _Setting) -> str:
     if spec.kind == "alphabeta":  # its depth and the code's evaluation are the player
         return json.dumps({"kind": "alphabeta", "depth": spec.simulations, "mobility": MOBILITY, "win": WIN})
     ap = s.params.arena
-    data = {"kind": spec.kind, "model": load_checkpoint(spec.path, s.game).model_id, "device": s.device}
+    search = (spec.mcts or s.params.mcts).model_dump(mode="json")
+    if not search.pop("symmetrize"):  # off: the identity it had before the setting existed
+        data = {}
+    else:
+        data = {"symmetrize": True}  # the network alone averages its images too
+    data |= {"kind": spec.kind, "model": load_checkpoint(spec.path, s.game).model_id, "device": s.device}
     if spec.kind == "mcts":
         if (trees := player_trees(spec, s.game, ap)) > 1:  # one tree: the identity it had before trees
             data["determinizations"] = trees                 # existed, so kept results stay valid
-        data |= {"simulations": spec.simulations or ap.simulations,
-                 "mcts": (spec.mcts or s.params.mcts).model_dump(mode="json"),
+        data |= {"simulations": spec.simulations or ap.simulations, "mcts": search,
                  "temperature": ap.temperature, "temperature_moves": ap.temperature_moves}
     return json.dumps(data, sort_keys=True)
 

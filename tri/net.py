@@ -37,7 +37,6 @@ from torch import nn
 
 from tri import atomic
 from tri.config import NetParams
-from tri.device import resolve_precision
 from tri.errors import TriError
 from tri.games import game_from_meta
 
@@ -190,9 +189,9 @@ class InferenceNet(nn.Module):
 
 
 def masked_policy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    """Softmax over legal actions only: ``[B, A], [B, A] bool -> [B, A]`` (rows with no legal
+    """Softmax over legal actions only: ``[..., A], [..., A] bool -> [..., A]`` (rows with no legal
     action give zeros)."""
-    probs = torch.softmax(torch.where(legal, logits, float("-inf")), dim=1)
+    probs = torch.softmax(torch.where(legal, logits, float("-inf")), dim=-1)
     return torch.nan_to_num(probs, nan=0.0)
 
 
@@ -363,29 +362,3 @@ def check_game(path: Path | str, name: str, config: dict[str, Any], game) -> Non
         raise TriError(f"checkpoint {path}: it is for the game {name!r}, not {game.name!r}")
     if config != game.config.model_dump(mode="json"):
         raise TriError(f"checkpoint {path}: it is for a different {name} configuration than params.yaml")
-
-
-def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu", *, fast: bool = False,
-                   precision: str = "float32"):
-    """The search's ``evaluate(states [M, L]) -> (priors [M, A], legal [M, A], values [M])``:
-    encode, one forward pass in inference mode on ``device`` (the model is moved there), masked
-    softmax, decoded values. Whatever the device, the arrays come back as numpy on the CPU
-    (float32 priors and values), where the search runs. ``fast``: through an
-    :class:`InferenceNet` snapshot of the model (self-play), not the model itself;
-    ``precision`` (``mcts.precision``; ``auto`` resolved for ``device`` by
-    :func:`tri.device.resolve_precision`) ``"bfloat16"``: through a bfloat16 snapshot (fast or not)."""
-    model = model.to(device).eval()
-    precision = resolve_precision(precision, str(device))
-    if fast or precision != "float32":
-        model = InferenceNet(model, dtype=getattr(torch, precision)).to(device)
-
-    def evaluate(states):
-        legal = game.legal(states)
-        with torch.inference_mode():
-            x = torch.from_numpy(game.encode(states)).to(device)
-            logits, value_out = model(x)
-            priors = masked_policy(logits, torch.from_numpy(legal).to(device))
-            values = model.value(value_out)
-        return priors.cpu().numpy(), legal, values.float().cpu().numpy()
-
-    return evaluate

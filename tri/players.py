@@ -36,8 +36,9 @@ from tri import champions
 from tri.agents import Decision, MctsAgent
 from tri.config import MAX_SIMULATIONS, ArenaParams, MctsParams
 from tri.errors import TriError
+from tri.evaluator import make_evaluator
 from tri.games.base import Game, sample_legal
-from tri.net import load_checkpoint, make_evaluator
+from tri.net import load_checkpoint
 from tri.record.registry import resolve_model
 from tri.resources import check_search
 from tri.yardsticks import AlphaBetaAgent, UctAgent
@@ -197,10 +198,12 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
     if spec.kind == "alphabeta":
         return AlphaBetaAgent(game, spec.simulations, name=spec.text)
     ckpt = load_checkpoint(spec.path, game)
-    evaluate = make_evaluator(ckpt.model, game, device, precision=(spec.mcts or mcts).precision)
+    search = spec.mcts or mcts
+    evaluate = make_evaluator(ckpt.model, game, device, precision=search.precision,
+                              symmetrize=search.symmetrize)
     if spec.kind == "net":
         return NetAgent(game, evaluate, spec.text)
-    return MctsAgent(game, evaluate, spec.mcts or mcts, rng, noise=False, temperature=arena.temperature,
+    return MctsAgent(game, evaluate, search, rng, noise=False, temperature=arena.temperature,
                      temperature_moves=arena.temperature_moves,
                      simulations=spec.simulations or arena.simulations,
                      determinizations=player_trees(spec, game, arena), name=spec.text)

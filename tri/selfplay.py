@@ -28,8 +28,9 @@ from tri.agents import MctsAgent
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.episodes import run_episodes
+from tri.evaluator import make_evaluator
 from tri.games import make_game
-from tri.net import load_checkpoint, make_evaluator
+from tri.net import load_checkpoint
 from tri.players import PlayerSpec, check_player_memory
 from tri.progress import Meter, Report, meter
 from tri.resources import arena_batch, check_search, plural
@@ -109,7 +110,8 @@ def play_shard(task: ShardTask, count=None, stop=None) -> ShardResult:
             stale.unlink(missing_ok=True)
     sp = params.selfplay
     agent = MctsAgent(game, make_evaluator(ckpt.model, game, task.device, fast=True,
-                                             precision=params.mcts.precision), params.mcts,
+                                             precision=params.mcts.precision,
+                                             symmetrize=params.mcts.symmetrize), params.mcts,
                       shard_rng(sp.seed, task.generation, task.shard), noise=sp.noise,
                       temperature=sp.temperature, temperature_moves=sp.temperature_moves)
 

@@ -251,7 +251,8 @@ def test_selfplay_smoke_with_search_on_an_untrained_network(game, one_torch_thre
     from tri.agents import MctsAgent
     from tri.config import MctsParams, NetParams
     from tri.episodes import run_episodes
-    from tri.net import build_model, make_evaluator
+    from tri.evaluator import make_evaluator
+    from tri.net import build_model
 
     evaluate = make_evaluator(build_model(game, NetParams(channels=8, blocks=1, value_hidden=16)), game)
     agent = MctsAgent(game, evaluate, MctsParams(simulations=8), np.random.default_rng(0), noise=True,

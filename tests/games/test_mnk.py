@@ -211,7 +211,8 @@ def test_selfplay_smoke_and_arena(game, one_torch_thread):
     from tri.arena import run as arena_run
     from tri.config import ArenaParams, GameParams, MctsParams, NetParams, Params, Runtime
     from tri.episodes import run_episodes
-    from tri.net import build_model, make_evaluator
+    from tri.evaluator import make_evaluator
+    from tri.net import build_model
 
     evaluate = make_evaluator(build_model(game, NetParams(channels=8, blocks=1, value_hidden=16)), game)
     agent = MctsAgent(game, evaluate, MctsParams(simulations=16), np.random.default_rng(0), noise=True,

@@ -123,7 +123,8 @@ def test_numba_root_scores_are_numpys_to_the_bit(name, monkeypatch):
     pairwise sums numpy uses for a row of 360 (triangle) or 7 (Connect Four) actions."""
     from tri.config import recipe_params
     from tri.games import make_game
-    from tri.net import build_model, make_evaluator
+    from tri.evaluator import make_evaluator
+    from tri.net import build_model
 
     params = recipe_params(name)
     game = make_game(params.game)

@@ -392,7 +392,8 @@ def test_selection_through_the_legal_lists_is_the_scan_s(gumbel):
 
     from tri.config import MctsParams, NetParams, Params
     from tri.games import make_game
-    from tri.net import build_model, make_evaluator
+    from tri.evaluator import make_evaluator
+    from tri.net import build_model
     from tri.search import search
 
     game = make_game(Params().game)

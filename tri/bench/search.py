@@ -40,8 +40,9 @@ import numpy as np
 from tri.agents import MctsAgent
 from tri.config import Params, Runtime
 from tri.device import resolve_device, resolve_precision, synchronize, torch_threads
+from tri.evaluator import make_evaluator
 from tri.games import make_game
-from tri.net import InferenceNet, build_model, make_evaluator
+from tri.net import InferenceNet, build_model
 from tri.search import search
 
 ALPHATRIANGLE_SECONDS = 36.0  # alphatriangle 1.0.0, default search, per move (36-45 s here)

@@ -1,5 +1,6 @@
-"""``tri champions``: the trained agents tri ships (``models/champions``), and ``tri champions
-publish``, which makes a project's best network its game's champion with a model card."""
+"""``tri champions``: the trained agents tri ships (``models/champions``); ``tri champions
+publish``, which makes a project's best network its game's champion with a model card; and ``tri
+champions remeasure``, which measures a shipped champion again under a new search."""
 
 from __future__ import annotations
 
@@ -72,6 +73,35 @@ def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, ge
         raise click.exceptions.Exit(130) from None
     folder = champions.champions_dir()
     click.echo(f"published {folder / card.checkpoint} (generation {card.generation}); card {folder / (game + '.md')}")
+
+
+@champions_group.command("remeasure")
+@click.argument("game", type=click.Choice(GAMES))
+@click.option("--simulations", type=click.IntRange(1), default=None,
+              help="Its new search budget (default: the card's).")
+@click.option("--determinizations", type=click.IntRange(1, 1024), default=None,
+              help="Its new trees per move (games with chance; default: the card's).")
+@click.option("--search", "search", multiple=True, metavar="KEY=VALUE",
+              help="An mcts setting it plays with over its params (repeatable); given, these replace the "
+                   "card's search settings, e.g. solver=true gumbel=true.")
+@click.option("--note", "notes", multiple=True, help="A line for the card's notes (repeatable; given, they "
+                                                      "replace the card's).")
+def remeasure_cmd(game: str, simulations: int | None, determinizations: int | None, search: tuple[str, ...],
+                  notes: tuple[str, ...]) -> None:
+    """Measure GAME's shipped champion again with a new search: every evaluation command on its
+    card is run again from this checkout, and the card is rewritten with the results (the
+    checkpoint, its training record and params unchanged). For a champion whose project is gone."""
+    from tri.record.publish import remeasure  # imports torch and MLflow: only for this command
+
+    try:
+        with stop_on_signals():  # Ctrl-C or SIGTERM: the staging folder goes, the card stays as it was
+            card = remeasure(game, simulations=simulations, determinizations=determinizations,
+                             search=_settings(search) if search else None, notes=notes, echo=click.echo)
+    except KeyboardInterrupt:
+        click.echo("tri champions remeasure: stopped; the card is unchanged", err=True)
+        raise click.exceptions.Exit(130) from None
+    folder = champions.champions_dir()
+    click.echo(f"remeasured {folder / card.checkpoint} (generation {card.generation}); card {folder / (game + '.md')}")
 
 
 def _settings(pairs: tuple[str, ...]) -> dict:

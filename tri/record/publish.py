@@ -15,6 +15,10 @@ generation). Publishing:
    ``TRI_CHAMPIONS`` pointing at the staged champion, and keeps the JSON each writes;
 4. writes ``GAME.pt``, ``GAME.json`` and ``GAME.md`` (:func:`tri.champions.render_card`), each
    under a temporary name, renamed into place only when everything succeeded.
+
+``tri champions remeasure GAME`` (:func:`remeasure`) runs steps 3 and 4 again for the shipped
+champion with a new search (settings, budget, trees), keeping its checkpoint and training record:
+a champion's search can improve after its project is gone.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,9 +35,9 @@ from pathlib import Path
 
 from tri import atomic, layout
 from tri.atomic import sha256
-from tri.champions import (ChampionCard, Evaluation, Training, card_path, champions_dir, play_search,
+from tri.champions import (ChampionCard, Evaluation, Training, card_path, champion, champions_dir, play_search,
                            render_card)
-from tri.config import project_params
+from tri.config import Params, project_params
 from tri.errors import TriError
 from tri.net import load_checkpoint, save_checkpoint
 from tri.record import mlstore
@@ -127,18 +132,46 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     if ckpt.model_id != entry["model_id"]:
         raise TriError(f"{source}: model {ckpt.model_id}, but the promotion log says {entry['model_id']}")
     training = _training(project, game, log, generation, loop, tri_commit)
+    ckpt.optimizer = {}
+    card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256="0" * 64, model_id=ckpt.model_id,
+                        generation=generation, simulations=simulations or params.arena.simulations,
+                        determinizations=determinizations or params.arena.determinizations,
+                        params=params.model_dump(mode="json"), search=search, training=training,
+                        evaluations=[], check=Evaluation(title="pending", command="", result={}),
+                        notes=list(notes))
+    return _measure(card, folder, lambda path: save_checkpoint(ckpt, path), echo)
+
+
+def remeasure(game: str, *, simulations: int | None = None, determinizations: int | None = None,
+              search: dict | None = None, notes: tuple[str, ...] = (), folder: Path | None = None,
+              echo=print) -> ChampionCard:
+    """Measure the shipped champion of ``game`` again, from this checkout, playing with a new
+    search: ``simulations``, ``determinizations`` and ``search`` (the ``mcts`` settings over its
+    params' that it plays with; None: the card's) replace the card's, every evaluation command
+    on the card is run again, and the card is rewritten with their results (its checkpoint,
+    training record and params unchanged; ``notes`` replace the card's when given). How a
+    champion whose training project is gone gets a better search. Raises :class:`TriError`."""
+    folder = Path(folder or champions_dir())
+    path, card = champion(game, folder)
+    search = card.search if search is None else dict(search)
+    play_search(Params(**card.params).mcts, search)  # checked before anything runs
+    card = card.model_copy(update={
+        "simulations": simulations or card.simulations,
+        "determinizations": determinizations or card.determinizations,
+        "search": search, "notes": list(notes) if notes else card.notes})
+    return _measure(card, folder, lambda staged: shutil.copyfile(path, staged), echo)
+
+
+def _measure(card: ChampionCard, folder: Path, write_checkpoint, echo) -> ChampionCard:
+    """Stage ``card``'s checkpoint (``write_checkpoint(path)``) and card in ``folder``, run the
+    game's evaluation commands and check against them, then rename the checkpoint and the
+    finished card into place: all of them, or (on any failure or a stop) none."""
+    game = card.game
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".staging-") as staging:
         staging = Path(staging)
-        ckpt.optimizer = {}
-        save_checkpoint(ckpt, staging / f"{game}.pt")
-        card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256=sha256(staging / f"{game}.pt"),
-                            model_id=ckpt.model_id, generation=generation,
-                            simulations=simulations or params.arena.simulations,
-                            determinizations=determinizations or params.arena.determinizations,
-                            params=params.model_dump(mode="json"), search=search, training=training,
-                            evaluations=[],
-                            check=Evaluation(title="pending", command="", result={}), notes=list(notes))
+        write_checkpoint(staging / f"{game}.pt")
+        card = card.model_copy(update={"sha256": sha256(staging / f"{game}.pt")})
         _write_card(staging, card)  # the commands below need it to find the champion
         evaluations = []
         for title, command in EVALUATIONS[game]:

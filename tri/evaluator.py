@@ -1,0 +1,73 @@
+"""The search's evaluator: a network as ``evaluate(states) -> (priors, legal, values)``
+(:data:`tri.search.Evaluator`), on any device and in the number format ``mcts.precision``
+resolves to, optionally averaged over the game's symmetries (``mcts.symmetrize``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tri.device import resolve_precision
+from tri.errors import TriError
+from tri.games.base import Symmetry
+from tri.net import InferenceNet, PolicyValueNet, masked_policy
+
+
+def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu", *, fast: bool = False,
+                   precision: str = "float32", symmetrize: bool = False):
+    """The search's ``evaluate(states [M, L]) -> (priors [M, A], legal [M, A], values [M])``:
+    encode, one forward pass in inference mode on ``device`` (the model is moved there), masked
+    softmax, decoded values. Whatever the device, the arrays come back as numpy on the CPU
+    (float32 priors and values), where the search runs. ``fast``: through an
+    :class:`InferenceNet` snapshot of the model (self-play), not the model itself;
+    ``precision`` (``mcts.precision``; ``auto`` resolved for ``device`` by
+    :func:`tri.device.resolve_precision`) ``"bfloat16"``: through a bfloat16 snapshot (fast or not).
+    ``symmetrize`` (``mcts.symmetrize``): the forward pass takes the positions and their images
+    under each of the game's S symmetries (``[(1 + S) * M, C, H, W]``, planes mapped as training's
+    augmentation maps them); each image's priors are mapped back to the position's actions, and
+    the priors (renormalised over the legal actions) and the values are averaged. Raises
+    :class:`TriError` for a game whose symmetries map actions by position (Santorini)."""
+    model = model.to(device).eval()
+    precision = resolve_precision(precision, str(device))
+    if fast or precision != "float32":
+        model = InferenceNet(model, dtype=getattr(torch, precision)).to(device)
+    symmetries = _averaged_symmetries(game) if symmetrize else ()
+
+    def evaluate(states):
+        legal = game.legal(states)
+        planes = game.encode(states)
+        if symmetries:
+            planes = np.concatenate([planes, *(s.apply_planes(planes) for s in symmetries)])
+        with torch.inference_mode():
+            logits, value_out = model(torch.from_numpy(planes).to(device))
+            values = model.value(value_out)
+            if symmetries:  # [(1 + S) * M, A]: each image's logits back on the position's actions
+                logits, values = _back_on_positions(logits, values, symmetries)
+            priors = masked_policy(logits, torch.from_numpy(legal).to(device).expand_as(logits))
+            if symmetries:
+                priors, values = priors.mean(dim=0), values.mean(dim=0)
+        return priors.cpu().numpy(), legal, values.float().cpu().numpy()
+
+    return evaluate
+
+
+def _averaged_symmetries(game) -> tuple:
+    """The game's symmetries, for ``mcts.symmetrize``: each must map actions the same way in every
+    position (its ``apply_targets`` is :class:`~tri.games.base.Symmetry`'s)."""
+    symmetries = tuple(game.symmetries())
+    if any(type(s).apply_targets is not Symmetry.apply_targets for s in symmetries):
+        raise TriError(f"mcts.symmetrize: {game.name}'s symmetries map actions differently in each position; "
+                       f"set it to false")
+    return symmetries
+
+
+def _back_on_positions(logits: torch.Tensor, values: torch.Tensor, symmetries) -> tuple[torch.Tensor, torch.Tensor]:
+    """``logits [(1 + S) * M, A]`` and ``values [(1 + S) * M]`` of M positions followed by their
+    images under each of the S symmetries -> ``logits [1 + S, M, A]`` on the positions' actions
+    (image k's action ``i`` is the position's ``symmetries[k - 1].actions[i]``) and ``values
+    [1 + S, M]``."""
+    images = logits.reshape(1 + len(symmetries), -1, logits.shape[-1])
+    back = images.clone()
+    for k, s in enumerate(symmetries, start=1):
+        back[k][:, torch.from_numpy(s.actions).to(logits.device)] = images[k]
+    return back, values.reshape(1 + len(symmetries), -1)
