@@ -84,8 +84,8 @@ def root_edges(children, next_outcome, visits, value_sum, reward, two_player, di
     B, A = out_n.shape
     for b in range(B):
         for a in range(A):
-            out_n[b, a], out_q[b, a] = backed_edge(next_outcome, visits, value_sum, reward, b, children[b, 0, a],
-                                                   two_player, discount)
+            out_n[b, a], out_q[b, a] = backed_edge(next_outcome, visits, value_sum, reward, b,
+                                                   children[b, 0, a], two_player, discount)
     return out_n, out_q
 
 

@@ -126,9 +126,10 @@ class GumbelRoot:
         Computed by :func:`root_scores` (numba, in ``out`` if given): the numbers
         :meth:`_root_q` and :meth:`_sigma` give, to the bit."""
         out = np.empty(self.legal.shape) if out is None else out
-        root_scores(tree.children, tree.next_outcome, tree.visits, tree.value_sum, tree.reward, tree.qmin, tree.qmax, self.legal,
-                    tree.legal_actions[:, 0], tree.num_legal[:, 0], self.probs, self.noisy_logits, self.root_value,
-                    self.c_visit, self.c_scale, self.two_player, self.discount, out)
+        root_scores(tree.children, tree.next_outcome, tree.visits, tree.value_sum, tree.reward, tree.qmin,
+                    tree.qmax, self.legal, tree.legal_actions[:, 0], tree.num_legal[:, 0], self.probs,
+                    self.noisy_logits, self.root_value, self.c_visit, self.c_scale, self.two_player,
+                    self.discount, out)
         return out
 
     def targets(self, simulation: int, leaves: int) -> np.ndarray:
@@ -252,8 +253,8 @@ def _pairwise_sum(a, lo, n, seg_lo, seg_n, stage, sums):
 
 
 @nb.njit(cache=True, nogil=True)
-def root_scores(children, next_outcome, visits, value_sum, reward, qmin, qmax, legal, legal_actions, num_legal,
-                probs, noisy_logits, root_value, c_visit, c_scale, two_player, discount, out):
+def root_scores(children, next_outcome, visits, value_sum, reward, qmin, qmax, legal, legal_actions,
+                num_legal, probs, noisy_logits, root_value, c_visit, c_scale, two_player, discount, out):
     """``out [B, A]`` = ``g + logit + sigma(completed q)`` of every root's actions, ``-inf`` where
     illegal (:meth:`GumbelRoot.scores`), from the search's arrays (``children [B, N, A]``,
     ``visits``, ``value_sum``, ``reward``, ``next_outcome [B, N]`` (an edge's outcomes combined:
@@ -275,8 +276,8 @@ def root_scores(children, next_outcome, visits, value_sum, reward, qmin, qmax, l
         total, most = 0, 0
         for j in range(count):
             a = np.int64(legal_actions[b, j]) if listed else j
-            n[a], q[a] = backed_edge(next_outcome, visits, value_sum, reward, b, children[b, 0, a], two_player,
-                                     discount)
+            n[a], q[a] = backed_edge(next_outcome, visits, value_sum, reward, b, children[b, 0, a],
+                                     two_player, discount)
             total += n[a]
             most = max(most, n[a])
             if n[a] > 0:

@@ -263,10 +263,11 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
     while done < sims:
         if gumbel is not None:
             root_score, root_target = gumbel.scores(tree, root_score), gumbel.targets(done, leaves)
-        _select_outcomes(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual,
-                         tree.value_sum, tree.reward, tree.terminal, tree.exact, tree.parent, tree.num_nodes,
-                         tree.qmin, tree.qmax, params.c_puct, params.discount, two_player, solver, leaves, root_score,
-                         root_target, out_leaf, out_kind, out_action, ucb, tree.next_outcome, tree.chance, outcomes)
+        _select_outcomes(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits,
+                         tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact, tree.parent,
+                         tree.num_nodes, tree.qmin, tree.qmax, params.c_puct, params.discount, two_player, solver,
+                         leaves, root_score, root_target, out_leaf, out_kind, out_action, ucb, tree.next_outcome,
+                         tree.chance, outcomes)
         done += leaves
         new_b, new_node, actions, parent_states, fresh, term_b, term_node = _leaves(
             tree.states, tree.parent, out_leaf, out_kind, out_action)
@@ -274,7 +275,8 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
         leaf_prior, leaf_legal, leaf_value = no_prior, no_legal, no_value
         if new_b.size:
             if outcomes > 1 and fresh.any():  # a chance edge's new outcome: its own draw, the search's
-                parent_states[fresh] = game.reseed(parent_states[fresh], rng.integers(0, 2**62, size=fresh.sum()))
+                seeds = rng.integers(0, 2**62, size=int(fresh.sum()))
+                parent_states[fresh] = game.reseed(parent_states[fresh], seeds)
             step = game.step(parent_states, actions)
             drew = np.zeros(new_b.size, bool)
             if outcomes > 1:  # a game that does not say which steps drew: every step may have
@@ -293,8 +295,9 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
     children = tree.children[:, 0]
     visits = np.where(children >= 0, np.take_along_axis(tree.visits, np.maximum(children, 0), axis=1), 0)
     if outcomes > 1:  # an edge's visits are its outcomes' (tri.chance)
-        visits = root_edges(tree.children, tree.next_outcome, tree.visits, tree.value_sum, tree.reward, two_player,
-                            params.discount, np.zeros(children.shape, np.int64), np.zeros(children.shape))[0]
+        visits = root_edges(tree.children, tree.next_outcome, tree.visits, tree.value_sum, tree.reward,
+                            two_player, params.discount, np.zeros(children.shape, np.int64),
+                            np.zeros(children.shape))[0]
     total = visits.sum(axis=1, keepdims=True)
     policy = np.divide(visits, total, out=np.zeros(visits.shape, np.float32), where=total > 0).astype(np.float32)
     value = (tree.value_sum[:, 0] / tree.visits[:, 0]).astype(np.float32)

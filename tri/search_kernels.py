@@ -19,16 +19,17 @@ def _select(children, prior, legal_actions, num_legal, visits, virtual, value_su
             out_kind, out_action, ucb=0.0):
     """:func:`_select_outcomes` on a tree without chance nodes (every edge one child)."""
     B, N = visits.shape
-    _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal, exact,
-                     parent, num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves, root_score,
-                     root_target, out_leaf, out_kind, out_action, ucb, np.full((B, N), -1, np.int32),
-                     np.zeros((B, N), np.bool_), 1)
+    _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal,
+                     exact, parent, num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves,
+                     root_score, root_target, out_leaf, out_kind, out_action, ucb,
+                     np.full((B, N), -1, np.int32), np.zeros((B, N), np.bool_), 1)
 
 
 @nb.njit(cache=True, nogil=True)
-def _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal, exact,
-                     parent, num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves, root_score,
-                     root_target, out_leaf, out_kind, out_action, ucb, next_outcome, chance, outcomes):
+def _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal,
+                     exact, parent, num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves,
+                     root_score, root_target, out_leaf, out_kind, out_action, ucb, next_outcome, chance,
+                     outcomes):
     """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
     ``out_leaf[b, k]`` and its kind to ``out_kind[b, k]``: 0 = a new node to evaluate (already
     linked to its parent, by the action written to ``out_action[b, k]``), 1 = an existing terminal
@@ -94,8 +95,8 @@ def _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual,
                                 continue
                         n_a = 0
                         if c >= 0:
-                            n_a, q = edge_q(next_outcome, visits, virtual, value_sum, reward, b, c, virtual_value,
-                                            two_player, discount)
+                            n_a, q = edge_q(next_outcome, visits, virtual, value_sum, reward, b, c,
+                                            virtual_value, two_player, discount)
                         if n_a > 0:
                             if not two_player:
                                 q = (q - qmin[b]) / spread if spread > 1e-12 else 0.5
@@ -114,7 +115,8 @@ def _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual,
                         break
                 c = children[b, node, best_a]
                 if c >= 0 and outcomes > 1 and chance[b, c]:
-                    c, last = outcome_to_descend(next_outcome, visits, virtual, b, c, outcomes, num_nodes[b] < N)
+                    c, last = outcome_to_descend(next_outcome, visits, virtual, b, c, outcomes,
+                                                 num_nodes[b] < N)
                     if c < 0:  # a new outcome of the chance edge, after the last
                         c = num_nodes[b]
                         num_nodes[b] += 1
