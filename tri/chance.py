@@ -9,6 +9,10 @@ The edge's visits are its outcomes' summed, and its action value their visit-wei
 ``Q(n, a) = sum_i n_i * q_i / sum_i n_i`` with ``q_i`` an outcome's own (``reward + discount * V``,
 or ``reward - V`` for two players). An edge with one outcome keeps the single-child arithmetic
 bit for bit, so a search without chance nodes gives the numbers it always gave.
+
+numba's on-disk cache of a kernel that calls these (:func:`tri.search_kernels._select_outcomes`,
+:func:`tri.gumbel.root_scores`) is keyed by its own file only: after editing this module alone,
+delete the ``*.nbi``/``*.nbc`` files of ``tri/__pycache__`` or the callers run the old code.
 """
 
 from __future__ import annotations

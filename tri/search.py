@@ -37,6 +37,21 @@ full simulation budget, all in the same network calls (``[B * K]`` leaves), and 
 (ensemble determinization, Cowling et al. 2012): the visits are summed, the policy targets and
 values averaged, and with Gumbel the move is the one most trees chose (ties: the higher
 averaged policy, then the lower action). Deterministic games have one future: one tree.
+
+**Chance nodes** (``mcts.chance_outcomes = C > 1``, stochastic games; off at 1). Determinizations
+copy the whole tree above the first refill; chance nodes instead sample inside one tree. A
+*chance edge* is one whose step drew from the chance stream (``Transition.chance``: the
+triangle's refills). It gets up to ``C`` outcome nodes, each stepped from the parent's state
+reseeded from the search's generator, so different outcomes hold different draws and none the
+real game's; outcomes hang in a list (``Tree.next_outcome``), all children of the edge's node.
+An edge's visits are its outcomes' summed and its action value their visit-weighted mean, in
+PUCT, at the Gumbel root and in the result (:mod:`tri.chance`); ``qmin/qmax`` span the outcomes'
+own values, which contain every such mean. A descent through a chance edge of ``k`` outcomes
+and ``N`` visits (pending ones counted) adds outcome ``k + 1`` while ``k < C`` and ``k * k <= N``
+(progressive widening: the 2nd outcome on the 2nd visit, the 3rd on the 5th, the 4th on the 10th,
+so a rarely visited edge keeps its depth), else takes the least visited outcome (ties: the
+first), which keeps the outcomes' visits, equally likely samples, about equal. Determinizations
+combine with it (``K`` trees, each with chance nodes).
 """
 
 from __future__ import annotations
