@@ -12,6 +12,9 @@ are unchanged, only the recorded params differ.
 On 2026-11-25 (later) they were recorded again when ``mcts.precision`` (float32) joined those
 params; with that field left out of the files, all 24 files were checked to hash as before
 (the Gumbel root's per-step scoring moved into numba the same day: the same bits).
+On 2026-11-26 the shards' hashes were recorded again when ``mcts.chance_outcomes`` (1: no
+chance nodes) joined the params the shards carry; with that field left out of the dumps, all
+24 files were checked to hash as before (the candidates and arena results did not change at all).
 If a change is meant to change results, say so in its commit and record the new hashes with
 ``pytest tests/test_behaviour.py --record-hashes`` (the failure message prints them too).
 """
@@ -71,13 +74,13 @@ CASES = {
 HASHES: dict[str, dict[str, str]] = {
     'connect4': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            '0dace7f77e3b3722dd495cdc3a265705c0da38dbc2ab4dc0465235ce5de2482a',
+            '593ed32c9d7988cc77f3bdb842ef46bb77f1858cc92a8742620064478e441525',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '1c66ddf79cd2915f3f176e929cff7c3506b049f8612f9140f38b5d5717fe76c1',
+            '48279aa1ec7153f51e518f3c57694e244448020ee641623e9680d6307efeac42',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            'afea4673f21bdccfc1dda3286cd950c2c25ce89678f2a2afbbcb25bd03e7c07e',
+            '29969d670d918ae5dd8047b9557219fd6843a9d506f530772f56ad8b9aa92468',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '90317e144c5e8011a5fdd2b327382cdc9ffff6d2f42676cb94f3d20f84373c3c',
+            '69e36c95a36aecaf9c5eeaf2e32a2499a9e78710916a57479fd3a0f4b7787c64',
         'models/candidates/gen-0001.pt':
             '18eb35305cd5efaa8cd03627c3a2a5a71d347eb3888e21ee231c50a38155dd4d',
         'data/arena/gen-0001.json':
@@ -85,13 +88,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'tictactoe': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            'c75a50b20eabde0be1c10e55620f016d7d7addce2c2c33d17943ee0a35f0f4de',
+            'c1097e84b2134caa6c9a5cd7378d387435a0e95b7a66c377741db1bd980366c4',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '591bb53f58208291207c3c25e61e6ce202accacb11ae65837574443525b577f8',
+            '42ef2ae1f68d00029886454090f831f0beaa6a854ef429cff959abb43d1fe6d6',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '3fd403d3506c7521051fe5e7431ccd70757b3946e01bd8d01bdf1bd4a46486ef',
+            'fe69d5916f99fc4a04c2600b0fe91d0f4967ad390900390b973d82f5ab6ff4fd',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '17fc6e941f2ba4acd842f6e46bad70f20ab20c33e1c373359ce67a70481e9c34',
+            '8005ac7a6d4d1d347102e7ce99aaf33716607a32e24596cd210fb8f50c7ca3c9',
         'models/candidates/gen-0001.pt':
             '10cdb0f9c5000fabbcd2cd2d5854236734603e2ca26857148960ea1d934b580a',
         'data/arena/gen-0001.json':
@@ -99,13 +102,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-gumbel': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            'e5ba0bcdb6275467f711aa9187287e3754616374cccb8db4d78adb5949fa3b5d',
+            '7fdb3f227f027e444ca6f9bd4d8e1e929a9fb4f392a620653cf18b885390f803',
         'data/selfplay/gen-0001/shard-000.parquet':
-            'f24bca9320c6aadba4fed15ff5c32f27c4b865303a2c1f9216da101c5c4a019f',
+            'f1d9446c3682e8f8bb9562be3d60d2eca6a10b96a8f6241a3676976bafafc625',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            '0c49ad0b925fe76cf24b443e120f91599020c726e3e793aa6d86b606c66e9f2d',
+            'f6963f52d09f372fd4b3860c35a031c6673e073a1ce923fbb00eebb2b09859a9',
         'data/selfplay/gen-0001/shard-001.parquet':
-            '9a656840077397826f71ecf375b1132b5f4134807e80a15a9afa86da7227b440',
+            'c0d0713ceba34e3ab10e0687c6319bb5d4a4f8beaff7fa67c0cd62bf77c2de8d',
         'models/candidates/gen-0001.pt':
             '1704f25602a9db472650cf0fac111bfbdf4c56f5b38e6cc80568590ff8e290d0',
         'data/arena/gen-0001.json':
@@ -113,13 +116,13 @@ HASHES: dict[str, dict[str, str]] = {
     },
     'triangle-puct': {
         'data/selfplay/gen-0001/shard-000.games.parquet':
-            'cbca45a494a1cdf057f81da5fd3c32afbc289bfb69291065032b033dd3ac441f',
+            '7fddc8d3c873b810583deeeacca3c185bfd3eb51a3dc4550c06db498e6fb712c',
         'data/selfplay/gen-0001/shard-000.parquet':
-            '8b5ca22e6bbab264c01a7c51061908c9c4b197ec728ea1ebe4eb79adee110a45',
+            'bfd377c60b2eaa68e4b5d4072831fec97d299606687a85cf36d2347978333e78',
         'data/selfplay/gen-0001/shard-001.games.parquet':
-            'dc6763cd63343cec2146c433676c47322f229d0ed735d8b2a382ca35d8472605',
+            '968895d12469cb627d616c2b01201a44e2139be5566f134fb340cce2688d9cc2',
         'data/selfplay/gen-0001/shard-001.parquet':
-            'a710ca47d17407eb9fb78dc929a3329c8825df967ed99a6b2f9549b3d7be75bb',
+            'e5518ba5c6d2c27169b17274fe01f0e8314f143830e30d7d12ceebc1ce9e3e46',
         'models/candidates/gen-0001.pt':
             'ed67d03452d25934917d3904356fd492c78241d9208f40e97fc50d1064f75538',
         'data/arena/gen-0001.json':

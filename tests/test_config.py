@@ -149,7 +149,7 @@ def test_check_params_passes_the_defaults_and_refuses_what_does_not_fit(monkeypa
     check_params(Params())
     with pytest.raises(TriError) as info:
         check_params(Params(mcts={"simulations": 1_000_000}, selfplay={"concurrent": 32}))
-    assert str(info.value) == ("mcts.simulations: 1000000 simulations for 32 games at once need about 110.7 GiB "
+    assert str(info.value) == ("mcts.simulations: 1000000 simulations for 32 games at once need about 110.9 GiB "
                                "for the search trees, more than this machine's 1.0 GiB of memory; lower "
                                "mcts.simulations or selfplay.concurrent")
     with pytest.raises(TriError, match=r"^mcts.simulations: .* in each of 2 workers .*, or TRI_WORKERS$"):

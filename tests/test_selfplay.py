@@ -340,7 +340,7 @@ def test_shard_tasks_refuses_what_does_not_fit_before_any_work(setup, tmp_path, 
     deep = PARAMS.model_copy(update={"mcts": PARAMS.mcts.model_copy(update={"simulations": 10_000_000})})
     with pytest.raises(TriError) as info:
         selfplay.shard_tasks(deep, setup["model"], out)
-    assert str(info.value) == ("mcts.simulations: 10000000 simulations for 2 games at once need about 26.6 GiB "
+    assert str(info.value) == ("mcts.simulations: 10000000 simulations for 2 games at once need about 26.7 GiB "
                                "for the search trees, more than this machine's 1.0 GiB of memory; lower "
                                "mcts.simulations or selfplay.concurrent")
     many = PARAMS.model_copy(update={"selfplay": PARAMS.selfplay.model_copy(update={"games": 10**8})})

@@ -116,6 +116,14 @@ class MctsParams(BaseModel):
                             "with bfloat16), far slower where it does not; auto: bfloat16 where native, "
                             "else float32 (so results are reproducible per machine); a champion searches "
                             "as its card says")
+    chance_outcomes: int = Field(1, ge=1, le=64, description="games with random draws (triangle): the "
+                                                          "most outcomes a chance edge of the tree (a move "
+                                                          "whose step drew new shapes) gets, each a node "
+                                                          "on its own draw from the search's generator, "
+                                                          "added as the edge's visits reach 1, 4, 9, ... "
+                                                          "(progressive widening); the edge's visits and "
+                                                          "value combine its outcomes'; 1: one draw per "
+                                                          "edge (the search as before)")
     symmetrize: bool = Field(False, description="evaluate each position together with its images under "
                                                  "the game's symmetries (Connect Four's mirror; 7 on a "
                                                  "square board) in the same network call, and search on "

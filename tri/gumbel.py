@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import numba as nb
 import numpy as np
+from tri.chance import backed_edge, edge_visits, root_edges
 
 
 @lru_cache(maxsize=256)
@@ -85,11 +86,17 @@ class GumbelRoot:
         """``(visits [B, A], normalised completed q [B, A])`` of the root's children."""
         children = tree.children[:, 0]
         idx = np.maximum(children, 0)
-        visits = np.where(children >= 0, np.take_along_axis(tree.visits, idx, axis=1), 0)
-        value_sum = np.take_along_axis(tree.value_sum, idx, axis=1)
-        reward = np.take_along_axis(tree.reward, idx, axis=1).astype(np.float64)
-        v = np.divide(value_sum, visits, out=np.zeros(visits.shape), where=visits > 0)
-        q = reward - v if self.two_player else reward + self.discount * v
+        if (np.take_along_axis(tree.next_outcome, idx, axis=1)[children >= 0] >= 0).any():
+            # Chance nodes: an edge's visits and q combine its outcomes' (tri.chance)
+            visits, q = root_edges(tree.children, tree.next_outcome, tree.visits, tree.value_sum, tree.reward,
+                                   self.two_player, self.discount, np.zeros(children.shape, np.int64),
+                                   np.zeros(children.shape))
+        else:
+            visits = np.where(children >= 0, np.take_along_axis(tree.visits, idx, axis=1), 0)
+            value_sum = np.take_along_axis(tree.value_sum, idx, axis=1)
+            reward = np.take_along_axis(tree.reward, idx, axis=1).astype(np.float64)
+            v = np.divide(value_sum, visits, out=np.zeros(visits.shape), where=visits > 0)
+            q = reward - v if self.two_player else reward + self.discount * v
         visited = visits > 0
         # Completed q: unvisited actions get the mixed value (network value and visited q's,
         # weighted by the prior), as in mctx.
@@ -119,9 +126,10 @@ class GumbelRoot:
         Computed by :func:`root_scores` (numba, in ``out`` if given): the numbers
         :meth:`_root_q` and :meth:`_sigma` give, to the bit."""
         out = np.empty(self.legal.shape) if out is None else out
-        root_scores(tree.children, tree.visits, tree.value_sum, tree.reward, tree.qmin, tree.qmax, self.legal,
-                    tree.legal_actions[:, 0], tree.num_legal[:, 0], self.probs, self.noisy_logits, self.root_value,
-                    self.c_visit, self.c_scale, self.two_player, self.discount, out)
+        root_scores(tree.children, tree.next_outcome, tree.visits, tree.value_sum, tree.reward, tree.qmin,
+                    tree.qmax, self.legal, tree.legal_actions[:, 0], tree.num_legal[:, 0], self.probs,
+                    self.noisy_logits, self.root_value, self.c_visit, self.c_scale, self.two_player,
+                    self.discount, out)
         return out
 
     def targets(self, simulation: int, leaves: int) -> np.ndarray:
@@ -148,13 +156,14 @@ class GumbelRoot:
 
 
 @nb.njit(cache=True, nogil=True)
-def scheduled_action(children, prior, legal_actions, num_legal, visits, virtual, root_score, b, target):
+def scheduled_action(children, next_outcome, prior, legal_actions, num_legal, visits, virtual, root_score, b,
+                     target):
     """Sequential halving's root action for tree ``b`` of the search's arrays (``children`` and
     ``prior [B, N, A]``, the root's legal actions' list ``legal_actions [B, N, A]`` and
-    ``num_legal [B, N]`` (-1: none, the ``prior`` row is scanned), ``visits`` and ``virtual
-    [B, N]``): the best ``root_score [B, A]`` among the legal actions with ``target`` visits
-    (pending ones counted); else the best among the most visited. Called by the search's
-    selection (:func:`tri.search_kernels._select`)."""
+    ``num_legal [B, N]`` (-1: none, the ``prior`` row is scanned), ``visits``, ``virtual`` and
+    ``next_outcome [B, N]``): the best ``root_score [B, A]`` among the legal actions with
+    ``target`` visits (pending ones counted, an edge's outcomes summed); else the best among the
+    most visited. Called by the search's selection (:func:`tri.search_kernels._select`)."""
     listed = num_legal[b, 0] >= 0
     count = num_legal[b, 0] if listed else prior.shape[2]
     best, best_a, most = -np.inf, -1, -1
@@ -162,8 +171,7 @@ def scheduled_action(children, prior, legal_actions, num_legal, visits, virtual,
         a = np.int64(legal_actions[b, 0, j]) if listed else j
         if prior[b, 0, a] < 0:
             continue
-        c = children[b, 0, a]
-        n = visits[b, c] + virtual[b, c] if c >= 0 else 0
+        n = edge_visits(next_outcome, visits, virtual, b, children[b, 0, a])
         most = max(most, n)
         if n == target and root_score[b, a] > best:
             best, best_a = root_score[b, a], a
@@ -172,8 +180,7 @@ def scheduled_action(children, prior, legal_actions, num_legal, visits, virtual,
             a = np.int64(legal_actions[b, 0, j]) if listed else j
             if prior[b, 0, a] < 0:
                 continue
-            c = children[b, 0, a]
-            n = visits[b, c] + virtual[b, c] if c >= 0 else 0
+            n = edge_visits(next_outcome, visits, virtual, b, children[b, 0, a])
             if n == most and root_score[b, a] > best:
                 best, best_a = root_score[b, a], a
     return best_a
@@ -246,11 +253,12 @@ def _pairwise_sum(a, lo, n, seg_lo, seg_n, stage, sums):
 
 
 @nb.njit(cache=True, nogil=True)
-def root_scores(children, visits, value_sum, reward, qmin, qmax, legal, legal_actions, num_legal, probs,
-                noisy_logits, root_value, c_visit, c_scale, two_player, discount, out):
+def root_scores(children, next_outcome, visits, value_sum, reward, qmin, qmax, legal, legal_actions,
+                num_legal, probs, noisy_logits, root_value, c_visit, c_scale, two_player, discount, out):
     """``out [B, A]`` = ``g + logit + sigma(completed q)`` of every root's actions, ``-inf`` where
     illegal (:meth:`GumbelRoot.scores`), from the search's arrays (``children [B, N, A]``,
-    ``visits``, ``value_sum``, ``reward [B, N]``, ``qmin``, ``qmax [B]``), the roots' lists of
+    ``visits``, ``value_sum``, ``reward``, ``next_outcome [B, N]`` (an edge's outcomes combined:
+    :func:`tri.chance.backed_edge`), ``qmin``, ``qmax [B]``), the roots' lists of
     legal actions (``legal_actions [B, A]``, the first ``num_legal [B]`` of each row; -1: no list,
     every action is looked at) and the root's (``legal``, ``probs``, ``noisy_logits [B, A]``,
     ``root_value [B]``): the arithmetic of :meth:`GumbelRoot._root_q` and
@@ -268,14 +276,11 @@ def root_scores(children, visits, value_sum, reward, qmin, qmax, legal, legal_ac
         total, most = 0, 0
         for j in range(count):
             a = np.int64(legal_actions[b, j]) if listed else j
-            c = children[b, 0, a]
-            n[a] = visits[b, c] if c >= 0 else 0
+            n[a], q[a] = backed_edge(next_outcome, visits, value_sum, reward, b, children[b, 0, a],
+                                     two_player, discount)
             total += n[a]
             most = max(most, n[a])
             if n[a] > 0:
-                v = value_sum[b, c] / n[a]
-                r = np.float64(reward[b, c])
-                q[a] = r - v if two_player else r + discount * v
                 weighted[a] = probs[b, a]
                 masked[a] = probs[b, a] * q[a]
             else:

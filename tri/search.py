@@ -37,6 +37,21 @@ full simulation budget, all in the same network calls (``[B * K]`` leaves), and 
 (ensemble determinization, Cowling et al. 2012): the visits are summed, the policy targets and
 values averaged, and with Gumbel the move is the one most trees chose (ties: the higher
 averaged policy, then the lower action). Deterministic games have one future: one tree.
+
+**Chance nodes** (``mcts.chance_outcomes = C > 1``, stochastic games; off at 1). Determinizations
+copy the whole tree above the first refill; chance nodes instead sample inside one tree. A
+*chance edge* is one whose step drew from the chance stream (``Transition.chance``: the
+triangle's refills). It gets up to ``C`` outcome nodes, each stepped from the parent's state
+reseeded from the search's generator, so different outcomes hold different draws and none the
+real game's; outcomes hang in a list (``Tree.next_outcome``), all children of the edge's node.
+An edge's visits are its outcomes' summed and its action value their visit-weighted mean, in
+PUCT, at the Gumbel root and in the result (:mod:`tri.chance`); ``qmin/qmax`` span the outcomes'
+own values, which contain every such mean. A descent through a chance edge of ``k`` outcomes
+and ``N`` visits (pending ones counted) adds outcome ``k + 1`` while ``k < C`` and ``k * k <= N``
+(progressive widening: the 2nd outcome on the 2nd visit, the 3rd on the 5th, the 4th on the 10th,
+so a rarely visited edge keeps its depth), else takes the least visited outcome (ties: the
+first), which keeps the outcomes' visits, equally likely samples, about equal. Determinizations
+combine with it (``K`` trees, each with chance nodes).
 """
 
 from __future__ import annotations
@@ -45,10 +60,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from tri.chance import root_edges
 from tri.config import MctsParams
 from tri.games.base import Game
 from tri.gumbel import GumbelRoot, root_bytes
-from tri.search_kernels import UNKNOWN, _backup, _leaves, _list_legal, _select, _store
+from tri.search_kernels import UNKNOWN, _backup, _leaves, _list_legal, _select_outcomes, _store
 
 
 # evaluate(states [M, L]) -> (priors [M, A] float32 summing to 1 over legal actions,
@@ -68,7 +84,10 @@ class Tree:
     value_sum [B, N] float64 (side to move at the node); reward [B, N] float32 (edge into the
     node); terminal [B, N] bool; exact [B, N] int8 (the solver's proven value from the side to
     move, -1, 0 or 1; ``UNKNOWN`` = not proven); parent [B, N] int32; num_nodes [B] int32;
-    qmin, qmax [B] float64 (range of action values seen, single-player normalisation).
+    qmin, qmax [B] float64 (range of action values seen, single-player normalisation);
+    next_outcome [B, N] int32 (the next outcome of the same chance edge, -1: none; ``children``
+    points to an edge's first outcome) and chance [B, N] bool (the step into the node drew from
+    the chance stream): chance nodes (module docstring, :mod:`tri.chance`).
     """
 
     states: np.ndarray
@@ -86,6 +105,8 @@ class Tree:
     num_nodes: np.ndarray
     qmin: np.ndarray
     qmax: np.ndarray
+    next_outcome: np.ndarray
+    chance: np.ndarray
 
     @classmethod
     def empty(cls, batch: int, nodes: int, state_size: int, num_actions: int) -> Tree:
@@ -100,7 +121,8 @@ class Tree:
                    terminal=np.zeros((batch, nodes), bool),
                    exact=np.full((batch, nodes), UNKNOWN, np.int8), parent=np.full((batch, nodes), -1, np.int32),
                    num_nodes=np.ones(batch, np.int32), qmin=np.full(batch, np.inf),
-                   qmax=np.full(batch, -np.inf))
+                   qmax=np.full(batch, -np.inf), next_outcome=np.full((batch, nodes), -1, np.int32),
+                   chance=np.zeros((batch, nodes), bool))
 
 
 def _action_type(num_actions: int) -> type:
@@ -117,13 +139,14 @@ def search_bytes(batch: int, simulations: int, num_actions: int, state_size: int
     nodes = simulations + 1
     per_node = (8 * state_size  # states uint64
                 + (4 + 4 + np.dtype(_action_type(num_actions)).itemsize) * num_actions  # children, prior,
-                # legal_actions; num_legal, visits, virtual, value_sum, reward, terminal, exact, parent:
-                + 4 + 4 + 4 + 8 + 4 + 1 + 1 + 4)
+                # legal_actions; num_legal, visits, virtual, value_sum, reward, terminal, exact, parent,
+                # next_outcome, chance:
+                + 4 + 4 + 4 + 8 + 4 + 1 + 1 + 4 + 4 + 1)
     per_tree = nodes * per_node + 4 + 8 + 8  # num_nodes, qmin, qmax
     leaves = leaves_per_step
     # out_leaf, out_action int32 and out_kind int8; each new leaf's tree, node, action and row
-    # (int64), its parent's state and its own, prior float32, legal bool and value
-    per_step = batch * leaves * (4 + 4 + 1 + 4 * 8 + 2 * 8 * state_size + 5 * num_actions + 8)
+    # (int64), its parent's state and its own, prior float32, legal bool, value, fresh and chance
+    per_step = batch * leaves * (4 + 4 + 1 + 4 * 8 + 2 * 8 * state_size + 5 * num_actions + 8 + 2)
     total = batch * per_tree + per_step
     if gumbel_actions > 0:
         total += root_bytes(batch, simulations, num_actions, gumbel_actions)
@@ -221,6 +244,7 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
     sims = simulations or params.simulations
     leaves = params.leaves_per_step
     batch, two_player = roots.shape[0], game.num_players == 2
+    outcomes = params.chance_outcomes if game.stochastic else 1
     tree = Tree.empty(batch, sims + 1, game.state_size, game.num_actions)
     if game.stochastic:
         roots = game.reseed(roots, rng.integers(0, 2**62, size=batch))
@@ -254,19 +278,26 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
     while done < sims:
         if gumbel is not None:
             root_score, root_target = gumbel.scores(tree, root_score), gumbel.targets(done, leaves)
-        _select(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual,
-                tree.value_sum, tree.reward, tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin,
-                tree.qmax, params.c_puct, params.discount, two_player, solver, leaves, root_score, root_target,
-                out_leaf, out_kind, out_action, ucb)
+        _select_outcomes(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits,
+                         tree.virtual, tree.value_sum, tree.reward, tree.terminal, tree.exact, tree.parent,
+                         tree.num_nodes, tree.qmin, tree.qmax, params.c_puct, params.discount, two_player, solver,
+                         leaves, root_score, root_target, out_leaf, out_kind, out_action, ucb, tree.next_outcome,
+                         tree.chance, outcomes)
         done += leaves
-        new_b, new_node, actions, parent_states, term_b, term_node = _leaves(
+        new_b, new_node, actions, parent_states, fresh, term_b, term_node = _leaves(
             tree.states, tree.parent, out_leaf, out_kind, out_action)
         rows = np.empty(new_b.size, np.int64)
         leaf_prior, leaf_legal, leaf_value = no_prior, no_legal, no_value
         if new_b.size:
+            if outcomes > 1 and fresh.any():  # a chance edge's new outcome: its own draw, the search's
+                seeds = rng.integers(0, 2**62, size=int(fresh.sum()))
+                parent_states[fresh] = game.reseed(parent_states[fresh], seeds)
             step = game.step(parent_states, actions)
-            live = _store(tree.states, tree.reward, tree.terminal, tree.exact, new_b, new_node, step.states,
-                          step.reward, step.terminal, rows)
+            drew = np.zeros(new_b.size, bool)
+            if outcomes > 1:  # a game that does not say which steps drew: every step may have
+                drew = np.ones(new_b.size, bool) if step.chance is None else step.chance
+            live = _store(tree.states, tree.reward, tree.terminal, tree.exact, tree.chance, new_b, new_node,
+                          step.states, step.reward, step.terminal, drew, rows)
             if live:
                 states = step.states if live == new_b.size else step.states[rows >= 0]
                 leaf_prior, leaf_legal, leaf_value = evaluate(states)
@@ -278,6 +309,10 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
 
     children = tree.children[:, 0]
     visits = np.where(children >= 0, np.take_along_axis(tree.visits, np.maximum(children, 0), axis=1), 0)
+    if outcomes > 1:  # an edge's visits are its outcomes' (tri.chance)
+        visits = root_edges(tree.children, tree.next_outcome, tree.visits, tree.value_sum, tree.reward,
+                            two_player, params.discount, np.zeros(children.shape, np.int64),
+                            np.zeros(children.shape))[0]
     total = visits.sum(axis=1, keepdims=True)
     policy = np.divide(visits, total, out=np.zeros(visits.shape, np.float32), where=total > 0).astype(np.float32)
     value = (tree.value_sum[:, 0] / tree.visits[:, 0]).astype(np.float32)

@@ -7,25 +7,39 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from tri.chance import edge_q, outcome_to_descend
 from tri.gumbel import scheduled_action
 
 UNKNOWN = 2  # Tree.exact: no proven value yet
 
 
 @nb.njit(cache=True, nogil=True)
-def _node_value(value_sum, visits, virtual, b, c, virtual_value):
-    n = visits[b, c] + virtual[b, c]
-    return (value_sum[b, c] + virtual[b, c] * virtual_value) / n
-
-
-@nb.njit(cache=True, nogil=True)
 def _select(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal, exact, parent,
             num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves, root_score, root_target, out_leaf,
             out_kind, out_action, ucb=0.0):
+    """:func:`_select_outcomes` on a tree without chance nodes (every edge one child)."""
+    B, N = visits.shape
+    _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal,
+                     exact, parent, num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves,
+                     root_score, root_target, out_leaf, out_kind, out_action, ucb,
+                     np.full((B, N), -1, np.int32), np.zeros((B, N), np.bool_), 1)
+
+
+@nb.njit(cache=True, nogil=True)
+def _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal,
+                     exact, parent, num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves,
+                     root_score, root_target, out_leaf, out_kind, out_action, ucb, next_outcome, chance,
+                     outcomes):
     """Descend every tree ``leaves`` times; for each ``(b, k)`` write the leaf node to
     ``out_leaf[b, k]`` and its kind to ``out_kind[b, k]``: 0 = a new node to evaluate (already
     linked to its parent, by the action written to ``out_action[b, k]``), 1 = an existing terminal
-    node (or, with ``solver``, a proven one below the root), 2 = nothing (tree full or collision).
+    node (or, with ``solver``, a proven one below the root), 2 = nothing (tree full or collision),
+    3 = a new outcome of a chance edge (as 0, but its parent's state is to be stepped on a fresh
+    chance stream).
+    Chance nodes (:mod:`tri.chance`): an edge's visits and action value are its outcomes'
+    combined (``next_outcome [B, N]`` links them); with ``outcomes > 1`` a descent through an edge
+    whose first outcome has ``chance [B, N]`` set (its step drew new shapes) adds a new outcome
+    or goes to the least visited one (:func:`tri.chance.outcome_to_descend`).
     Every node on a selected path gets a virtual visit, undone by :func:`_backup`.
     Gumbel root: ``root_target[b, k] >= 0`` makes descent ``k`` of tree ``b`` take, at the root,
     the legal action with the best ``root_score [B, A]`` among those whose visits (virtual ones
@@ -51,8 +65,8 @@ def _select(children, prior, legal_actions, num_legal, visits, virtual, value_su
                 if prior[b, node, 0] == -2.0:  # created this step, not evaluated yet: collision
                     break
                 if node == 0 and root_target[b, k] >= 0:
-                    best_a = scheduled_action(children, prior, legal_actions, num_legal, visits, virtual, root_score,
-                                              b, root_target[b, k])
+                    best_a = scheduled_action(children, next_outcome, prior, legal_actions, num_legal, visits,
+                                              virtual, root_score, b, root_target[b, k])
                 else:
                     parent_n = visits[b, node] + virtual[b, node] - 1
                     sqrt_n = np.sqrt(max(parent_n, 1))
@@ -79,15 +93,15 @@ def _select(children, prior, legal_actions, num_legal, visits, virtual, value_su
                                 if best == -np.inf:
                                     best, best_a = -1e300, a
                                 continue
-                        if c >= 0 and visits[b, c] + virtual[b, c] > 0:
-                            v = _node_value(value_sum, visits, virtual, b, c, virtual_value)
-                            q = reward[b, c] - v if two_player else reward[b, c] + discount * v
-                            n_a = visits[b, c] + virtual[b, c]
+                        n_a = 0
+                        if c >= 0:
+                            n_a, q = edge_q(next_outcome, visits, virtual, value_sum, reward, b, c,
+                                            virtual_value, two_player, discount)
+                        if n_a > 0:
                             if not two_player:
                                 q = (q - qmin[b]) / spread if spread > 1e-12 else 0.5
                         else:
                             q = own_q
-                            n_a = 0
                         if ucb > 0:
                             score = 1e9 - a if n_a == 0 else \
                                 0.5 * (1.0 + q) + ucb * np.sqrt(np.log(max(parent_n, 1)) / n_a)
@@ -100,6 +114,21 @@ def _select(children, prior, legal_actions, num_legal, visits, virtual, value_su
                         out_kind[b, k] = 1
                         break
                 c = children[b, node, best_a]
+                if c >= 0 and outcomes > 1 and chance[b, c]:
+                    c, last = outcome_to_descend(next_outcome, visits, virtual, b, c, outcomes,
+                                                 num_nodes[b] < N)
+                    if c < 0:  # a new outcome of the chance edge, after the last
+                        c = num_nodes[b]
+                        num_nodes[b] += 1
+                        next_outcome[b, last] = c
+                        chance[b, c] = True
+                        parent[b, c] = node
+                        prior[b, c, 0] = -2.0
+                        virtual[b, c] += 1
+                        out_leaf[b, k] = c
+                        out_kind[b, k] = 3
+                        out_action[b, k] = best_a
+                        break
                 if c < 0:
                     if num_nodes[b] >= N:
                         break
@@ -123,42 +152,48 @@ def _select(children, prior, legal_actions, num_legal, visits, virtual, value_su
 @nb.njit(cache=True, nogil=True)
 def _leaves(states, parent, out_leaf, out_kind, out_action):
     """The selected leaves of :func:`_select`'s ``out_* [B, K]``, in ``(b, k)`` order: the new
-    ones as ``(tree [M] int64, node [M] int64, action [M] int64, parent's state [M, L])``, then the
+    ones as ``(tree [M] int64, node [M] int64, action [M] int64, parent's state [M, L], fresh [M]
+    bool)`` (``fresh``: a new outcome of a chance edge, to step on a fresh chance stream), then the
     terminal (or proven) ones as ``(tree [T] int64, node [T] int64)``."""
     B, K = out_kind.shape
     m = t = 0
     for b in range(B):
         for k in range(K):
-            if out_kind[b, k] == 0:
+            if out_kind[b, k] == 0 or out_kind[b, k] == 3:
                 m += 1
             elif out_kind[b, k] == 1:
                 t += 1
     new_b, new_node, action = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
     parent_states = np.empty((m, states.shape[2]), states.dtype)
+    fresh = np.zeros(m, np.bool_)
     term_b, term_node = np.empty(t, np.int64), np.empty(t, np.int64)
     m = t = 0
     for b in range(B):
         for k in range(K):
-            if out_kind[b, k] == 0:
+            if out_kind[b, k] == 0 or out_kind[b, k] == 3:
                 node = out_leaf[b, k]
                 new_b[m], new_node[m], action[m] = b, node, out_action[b, k]
                 parent_states[m] = states[b, parent[b, node]]
+                fresh[m] = out_kind[b, k] == 3
                 m += 1
             elif out_kind[b, k] == 1:
                 term_b[t], term_node[t] = b, out_leaf[b, k]
                 t += 1
-    return new_b, new_node, action, parent_states, term_b, term_node
+    return new_b, new_node, action, parent_states, fresh, term_b, term_node
 
 
 @nb.njit(cache=True, nogil=True)
-def _store(states, reward, terminal, exact, new_b, new_node, step_states, step_reward, step_terminal, rows):
+def _store(states, reward, terminal, exact, chance, new_b, new_node, step_states, step_reward, step_terminal,
+           step_chance, rows):
     """Write the new leaves' states, rewards and terminal flags (a terminal one's exact value is 0)
-    into the trees, and ``rows [M]``: each leaf's row among the non-terminal ones (evaluated in
-    that order), -1 for a terminal one. Returns how many are non-terminal."""
+    into the trees, ``chance [B, N]`` where ``step_chance [M]`` says a step drew from the chance
+    stream, and ``rows [M]``: each leaf's row among the non-terminal ones (evaluated in that
+    order), -1 for a terminal one. Returns how many are non-terminal."""
     live = 0
     for m in range(new_b.shape[0]):
         b, node = new_b[m], new_node[m]
         states[b, node] = step_states[m]
+        chance[b, node] = chance[b, node] or step_chance[m]
         reward[b, node] = step_reward[m]
         terminal[b, node] = step_terminal[m]
         exact[b, node] = 0 if step_terminal[m] else UNKNOWN

@@ -117,3 +117,18 @@ def hash_evaluator(game, values: tuple[float, float],
         return priors, legal, vals
 
     return evaluate
+
+
+def before_refill(game, seeds: np.ndarray) -> np.ndarray:
+    """Triangle states ``[B, L]`` one placement before a refill: each game of ``seeds`` after two
+    random placements (of its seed's generator), so one shape is left and every legal move
+    empties the slots."""
+    states = game.initial(np.asarray(seeds, np.int64))
+    for b, seed in enumerate(seeds):
+        rng = np.random.default_rng(int(seed))
+        for _ in range(2):
+            legal = np.flatnonzero(game.legal(states[b:b + 1])[0])
+            states[b:b + 1] = game.step(states[b:b + 1], np.array([rng.choice(legal)])).states
+    filled = states[:, game.geometry.num_words + 2:] != 0
+    assert (filled.sum(axis=1) == 1).all() and game.legal(states).any(axis=1).all()
+    return states

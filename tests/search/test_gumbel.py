@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.search.fakes import TicTacToe, hash_evaluator
+from tests.search.fakes import TicTacToe, before_refill, hash_evaluator
 from tri.config import MctsParams
 from tri.games.triangle.game import TriangleGame
 from tri.gumbel import GumbelRoot, considered_visits
@@ -115,12 +115,14 @@ def test_improved_policy_puts_more_mass_on_a_better_action():
     assert action[0] == 1 and policy[0, 1] > 0.99
 
 
-@pytest.mark.parametrize("name", ["triangle", "connect4"])
-def test_numba_root_scores_are_numpys_to_the_bit(name, monkeypatch):
+@pytest.mark.parametrize("name, chance", [("triangle", 1), ("triangle", 4), ("connect4", 1)])
+def test_numba_root_scores_are_numpys_to_the_bit(name, chance, monkeypatch):
     """:func:`tri.gumbel.root_scores` (numba, every simulation step) gives the numbers of the
     numpy arithmetic it replaced (:meth:`GumbelRoot._root_q` and ``_sigma``), bit for bit, at
     every step of real searches: single-player and two-player, noise on and off, with the
-    pairwise sums numpy uses for a row of 360 (triangle) or 7 (Connect Four) actions."""
+    pairwise sums numpy uses for a row of 360 (triangle) or 7 (Connect Four) actions; and with
+    chance nodes (``chance > 1``, from positions where every root move refills: the root's edges
+    have several outcomes)."""
     from tri.config import recipe_params
     from tri.games import make_game
     from tri.evaluator import make_evaluator
@@ -145,8 +147,14 @@ def test_numba_root_scores_are_numpys_to_the_bit(name, monkeypatch):
         return numba_scores(self, tree, out)
 
     monkeypatch.setattr(GumbelRoot, "scores", both)
-    mcts = MctsParams(simulations=24, gumbel=True, gumbel_actions=8, leaves_per_step=2)
-    states = game.initial(np.arange(6))
+    mcts = MctsParams(simulations=24, gumbel=True, gumbel_actions=8, leaves_per_step=2,
+                      chance_outcomes=chance)
+    states = game.initial(np.arange(6)) if chance == 1 else before_refill(game, np.arange(6))
+    several = 0
     for noise in (True, False):
-        search(game, make_evaluator(model, game), states, mcts, np.random.default_rng(1), noise=noise)
+        rng = np.random.default_rng(1)
+        tree = search(game, make_evaluator(model, game), states, mcts, rng, noise=noise).tree
+        first = np.maximum(tree.children[:, 0], 0)
+        several += (np.take_along_axis(tree.next_outcome, first, axis=1) >= 0).sum()
     assert len(checked) == 24
+    assert (several > 0) == (chance > 1)

@@ -145,3 +145,46 @@ def test_determinized_trees_each_plan_on_their_own_future(game, twins):
         kids = ra.tree.children[tree, 0][ra.tree.children[tree, 0] >= 0]
         refills.add(ra.tree.states[tree, kids[0], slots].tobytes())
     assert len(refills) == k
+
+
+def test_chance_outcomes_each_draw_their_own_future(game, twins):
+    """Chance nodes (``chance_outcomes > 1``): the outcomes of one root move hold different
+    refills, each drawn from the search's generator, none the real game's next shapes; and the
+    twins still get the same search. The control: a game whose ``reseed`` keeps the real stream
+    puts the real refill in every outcome."""
+    a, b = twins
+    params = PARAMS.model_copy(update={"chance_outcomes": 4})
+    ra = search(game, evaluator(game), a.data, params, np.random.default_rng(7), noise=False)
+    rb = search(game, evaluator(game), b.data, params, np.random.default_rng(7), noise=False)
+    assert np.array_equal(ra.visits, rb.visits) and np.array_equal(ra.policy, rb.policy)
+    assert ra.value[0] == rb.value[0] and ra.action[0] == rb.action[0]
+    n = int(ra.tree.num_nodes[0])
+    assert n == rb.tree.num_nodes[0]
+    np.testing.assert_array_equal(ra.tree.states[:, :n], rb.tree.states[:, :n])
+    np.testing.assert_array_equal(ra.tree.next_outcome, rb.tree.next_outcome)
+    words, slots = slice(0, game.geometry.num_words), slice(game.geometry.num_words + 2, None)
+
+    def outcomes(result, move):
+        out, c = [], result.tree.children[0, 0, move]
+        while c >= 0:
+            out.append(int(c))
+            c = result.tree.next_outcome[0, c]
+        return out
+
+    several = 0
+    for move in np.flatnonzero(ra.tree.children[0, 0] >= 0):
+        outs = outcomes(ra, move)
+        real = [game.place(t, game.action_tuple(int(move)))[0] for t in (a, b)]
+        for o in outs:
+            assert np.array_equal(ra.tree.states[0, o, words], real[0].data[0, words])  # the same board
+            for r in real:
+                assert not np.array_equal(ra.tree.states[0, o, slots], r.data[0, slots])
+        draws = {ra.tree.states[0, o, slots].tobytes() for o in outs}
+        assert len(draws) == len(outs)
+        several += len(outs) > 1
+    assert several >= 3
+    peek = NoReseed(game)
+    rp = search(peek, evaluator(game), a.data, params, np.random.default_rng(7), noise=False)
+    move = next(m for m in np.flatnonzero(rp.tree.children[0, 0] >= 0) if len(outcomes(rp, m)) > 1)
+    real, _ = game.place(a, game.action_tuple(int(move)))
+    assert all(np.array_equal(rp.tree.states[0, o], real.data[0]) for o in outcomes(rp, move))

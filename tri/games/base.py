@@ -42,12 +42,16 @@ from pydantic import BaseModel
 class Transition:
     """Result of ``Game.step`` on a batch: ``states [B, L] uint64``, ``reward [B] float64``,
     ``terminal [B] bool``; ``stats``: game-specific per-step counts ``{name: [B]}`` that reports
-    add up per game (the triangle puzzle's ``lines`` and ``cleared`` triangles)."""
+    add up per game (the triangle puzzle's ``lines`` and ``cleared`` triangles); ``chance [B]
+    bool``: the step drew from the state's chance stream (the triangle puzzle's refills), for the
+    search's chance nodes (``mcts.chance_outcomes``); None: the game does not say (a stochastic
+    game's every step is then taken to have drawn)."""
 
     states: np.ndarray
     reward: np.ndarray
     terminal: np.ndarray
     stats: dict[str, np.ndarray] = field(default_factory=dict)
+    chance: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -324,7 +324,7 @@ class TriangleGame:
         k.step_batch(new, np.ascontiguousarray(actions, dtype=np.int64),
                      np.ascontiguousarray(refills, dtype=np.int32), self.tab, info)
         stats = {"lines": info[:, 2].astype(np.int64), "cleared": info[:, 1].astype(np.int64)}
-        return Transition(new, info[:, 0].copy(), info[:, 4] != 0, stats), info
+        return Transition(new, info[:, 0].copy(), info[:, 4] != 0, stats, chance=info[:, 5] != 0), info
 
     def terminal(self, states: np.ndarray) -> np.ndarray:
         return (states[:, self.geometry.num_words + 1] & np.uint64(k.GAME_OVER)) != 0
