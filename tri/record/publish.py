@@ -147,8 +147,8 @@ def remeasure(game: str, *, simulations: int | None = None, determinizations: in
               echo=print) -> ChampionCard:
     """Measure the shipped champion of ``game`` again, from this checkout, playing with a new
     search: ``simulations``, ``determinizations`` and ``search`` (the ``mcts`` settings over its
-    params' that it plays with; None: the card's) replace the card's, every evaluation command
-    on the card is run again, and the card is rewritten with their results (its checkpoint,
+    params' that it plays with; None: the card's) replace the card's, the game's evaluation
+    commands (the card's) are run again, and the card is rewritten with their results (its checkpoint,
     training record and params unchanged; ``notes`` replace the card's when given). How a
     champion whose training project is gone gets a better search. Raises :class:`TriError`."""
     folder = Path(folder or champions_dir())
@@ -164,8 +164,9 @@ def remeasure(game: str, *, simulations: int | None = None, determinizations: in
 
 def _measure(card: ChampionCard, folder: Path, write_checkpoint, echo) -> ChampionCard:
     """Stage ``card``'s checkpoint (``write_checkpoint(path)``) and card in ``folder``, run the
-    game's evaluation commands and check against them, then rename the checkpoint and the
-    finished card into place: all of them, or (on any failure or a stop) none."""
+    game's evaluation commands (:data:`EVALUATIONS`) and its check (:data:`CHECKS`) against the
+    staged champion, then rename the checkpoint and the finished card into place; on any failure
+    or a stop, nothing is renamed."""
     game = card.game
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".staging-") as staging:
