@@ -201,9 +201,14 @@ def test_a_card_s_search_settings_go_over_its_params():
     from tri.champions import play_search
     from tri.cli.champions import _settings
 
-    card = champions.champion("connect4")[1]
-    assert card.search == {} and card.mcts == Params(**card.params).mcts
-    assert play_search(card.mcts, {"solver": True}).solver and play_search(card.mcts, {}) == card.mcts
+    plain = champions.champion("triangle")[1]
+    assert plain.search == {} and plain.mcts == Params(**plain.params).mcts
+    card = champions.champion("connect4")[1]  # remeasured with its search settings over its params
+    trained = Params(**card.params).mcts
+    assert card.search and not trained.solver and not trained.gumbel and not trained.symmetrize
+    assert card.mcts.solver and card.mcts.gumbel and card.mcts.symmetrize and card.mcts.c_puct == 3.0
+    assert card.mcts == play_search(trained, card.search)
+    assert play_search(trained, {"solver": True}).solver and play_search(trained, {}) == trained
     with pytest.raises(TriError, match="'depth' is not an mcts setting"):
         play_search(card.mcts, {"depth": 3})
     with pytest.raises(TriError, match="search setting c_puct: "):
@@ -211,3 +216,31 @@ def test_a_card_s_search_settings_go_over_its_params():
     assert _settings(("solver=true", "c_puct= 3.0")) == {"solver": True, "c_puct": 3.0}
     with pytest.raises(TriError, match="expected KEY=VALUE"):
         _settings(("solver",))
+
+
+def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
+    """``champion:connect4`` plays with its card's search, the network's evaluation included
+    (``symmetrize``, ``precision``), whatever the project's mcts says; ``net:`` and a checkpoint
+    path take the project's."""
+    import numpy as np
+
+    import tri.players as players
+    from tri.games import make_game
+
+    seen = []
+    real = players.make_evaluator
+
+    def spy(model, game, device="cpu", **kwargs):
+        seen.append(kwargs)
+        return real(model, game, device, **kwargs)
+
+    monkeypatch.setattr(players, "make_evaluator", spy)
+    params = recipe_params("connect4")
+    game = make_game(params.game)
+    card = champions.champion("connect4")[1]
+    agent = players.make_agent(parse_spec("champion", game="connect4"), game, params.mcts, params.arena,
+                               np.random.default_rng(0))
+    assert seen[-1] == {"precision": card.mcts.precision, "symmetrize": True} and agent.params == card.mcts
+    players.make_agent(parse_spec(str(champions.champion("connect4")[0]), game="connect4"), game, params.mcts,
+                       params.arena, np.random.default_rng(0))
+    assert seen[-1]["symmetrize"] is False
