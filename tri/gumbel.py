@@ -122,7 +122,7 @@ class GumbelRoot:
 
     def scores(self, tree, out: np.ndarray | None = None) -> np.ndarray:
         """``[B, A] float64``: ``g + logit + sigma(q)`` of the root's actions (``-inf`` where
-        illegal), from the visits backed up so far; the search's ``_select`` ranks by it.
+        illegal), from the visits backed up so far; the search's ``_select_outcomes`` ranks by it.
         Computed by :func:`root_scores` (numba, in ``out`` if given): the numbers
         :meth:`_root_q` and :meth:`_sigma` give, to the bit."""
         out = np.empty(self.legal.shape) if out is None else out
@@ -163,7 +163,7 @@ def scheduled_action(children, next_outcome, prior, legal_actions, num_legal, vi
     ``num_legal [B, N]`` (-1: none, the ``prior`` row is scanned), ``visits``, ``virtual`` and
     ``next_outcome [B, N]``): the best ``root_score [B, A]`` among the legal actions with
     ``target`` visits (pending ones counted, an edge's outcomes summed); else the best among the
-    most visited. Called by the search's selection (:func:`tri.search_kernels._select`)."""
+    most visited. Called by the search's selection (:func:`tri.search_kernels._select_outcomes`)."""
     listed = num_legal[b, 0] >= 0
     count = num_legal[b, 0] if listed else prior.shape[2]
     best, best_a, most = -np.inf, -1, -1

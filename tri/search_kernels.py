@@ -14,18 +14,6 @@ UNKNOWN = 2  # Tree.exact: no proven value yet
 
 
 @nb.njit(cache=True, nogil=True)
-def _select(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal, exact, parent,
-            num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves, root_score, root_target, out_leaf,
-            out_kind, out_action, ucb=0.0):
-    """:func:`_select_outcomes` on a tree without chance nodes (every edge one child)."""
-    B, N = visits.shape
-    _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal,
-                     exact, parent, num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves,
-                     root_score, root_target, out_leaf, out_kind, out_action, ucb,
-                     np.full((B, N), -1, np.int32), np.zeros((B, N), np.bool_), 1)
-
-
-@nb.njit(cache=True, nogil=True)
 def _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual, value_sum, reward, terminal,
                      exact, parent, num_nodes, qmin, qmax, c_puct, discount, two_player, solver, leaves,
                      root_score, root_target, out_leaf, out_kind, out_action, ucb, next_outcome, chance,
@@ -151,7 +139,7 @@ def _select_outcomes(children, prior, legal_actions, num_legal, visits, virtual,
 
 @nb.njit(cache=True, nogil=True)
 def _leaves(states, parent, out_leaf, out_kind, out_action):
-    """The selected leaves of :func:`_select`'s ``out_* [B, K]``, in ``(b, k)`` order: the new
+    """The selected leaves of :func:`_select_outcomes`'s ``out_* [B, K]``, in ``(b, k)`` order: the new
     ones as ``(tree [M] int64, node [M] int64, action [M] int64, parent's state [M, L], fresh [M]
     bool)`` (``fresh``: a new outcome of a chance edge, to step on a fresh chance stream), then the
     terminal (or proven) ones as ``(tree [T] int64, node [T] int64)``."""

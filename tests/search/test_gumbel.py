@@ -1,5 +1,5 @@
 """Gumbel root selection (``mcts.gumbel``): the sequential-halving schedule, the forced root
-action in ``_select``, and whole searches whose choices can be checked from their own trees."""
+action in ``_select_outcomes``, and whole searches whose choices can be checked from their own trees."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tri.config import MctsParams
 from tri.games.triangle.game import TriangleGame
 from tri.gumbel import GumbelRoot, considered_visits
 from tri.search import Tree, search
-from tri.search_kernels import _select
+from tri.search_kernels import _select_outcomes
 
 
 def test_schedule_halves_the_considered_actions():
@@ -27,9 +27,10 @@ def test_schedule_halves_the_considered_actions():
 def _select_root(tree, score, target):
     k = len(target)
     out_leaf, out_kind = np.empty((1, k), np.int32), np.empty((1, k), np.int8)
-    _select(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
+    _select_outcomes(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum, tree.reward, tree.terminal,
             tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, 1.0, 1.0, False, False, k,
-            np.array([score], float), np.array([target], np.int64), out_leaf, out_kind, np.empty((1, k), np.int32))
+            np.array([score], float), np.array([target], np.int64), out_leaf, out_kind, np.empty((1, k), np.int32), 0.0,
+                     tree.next_outcome, tree.chance, 1)
     return out_leaf[0], out_kind[0]
 
 

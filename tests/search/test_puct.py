@@ -1,4 +1,4 @@
-"""PUCT selection (``tri.search_kernels._select``) and backup (``tri.search_kernels._backup``) on tiny hand-made
+"""PUCT selection (``tri.search_kernels._select_outcomes``) and backup (``tri.search_kernels._backup``) on tiny hand-made
 trees whose scores are worked out by hand in the comments.
 
 Every tree here has one batch entry, ``A = 4`` actions, and room for a few nodes. Scores are
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tri.search import Tree
-from tri.search_kernels import _backup, _select
+from tri.search_kernels import _backup, _select_outcomes
 
 A = 4
 
@@ -53,10 +53,10 @@ def select(tree: Tree, *, c_puct: float, discount: float = 1.0, two_player: bool
     out_leaf = np.empty((1, leaves), np.int32)
     out_kind = np.empty((1, leaves), np.int8)
     no_gumbel = np.full((1, leaves), -1, np.int64)  # PUCT at the root too
-    _select(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum, tree.reward,
+    _select_outcomes(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum, tree.reward,
             tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin, tree.qmax, c_puct, discount,
             two_player, False, leaves, np.zeros((1, tree.prior.shape[2])), no_gumbel, out_leaf, out_kind,
-            np.empty((1, leaves), np.int32))
+            np.empty((1, leaves), np.int32), 0.0, tree.next_outcome, tree.chance, 1)
     return out_leaf[0], out_kind[0]
 
 
@@ -427,9 +427,10 @@ def test_selection_through_the_legal_lists_is_the_scan_s(gumbel):
         out = [np.empty((4, 3), np.int32), np.empty((4, 3), np.int8), np.empty((4, 3), np.int32)]
         score = np.random.default_rng(1).normal(size=(4, game.num_actions))
         target = np.zeros((4, 3), np.int64) if gumbel else np.full((4, 3), -1, np.int64)
-        _select(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual,
+        _select_outcomes(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual,
                 tree.value_sum, tree.reward, tree.terminal, tree.exact, tree.parent, tree.num_nodes, tree.qmin,
-                tree.qmax, 1.25, 0.95, False, False, 3, score, target, *out)
+                tree.qmax, 1.25, 0.95, False, False, 3, score, target, *out, 0.0, tree.next_outcome,
+                         tree.chance, 1)
         assert (out[1] == 0).any()  # new leaves, not only collisions
         outs.append((*out, tree.virtual, tree.children))
     for a, b in zip(*outs):
