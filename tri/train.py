@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from tri import atomic, layout
+from tri import reanalyse as reanalysis
 from tri.config import Params, Runtime
 from tri.device import resolve_device, resolve_precision, torch_threads, training_autocast
 from tri.errors import TriError
@@ -57,6 +58,8 @@ class TrainResult:
     policy_loss: float
     value_loss: float
     model_id: str
+    reanalysed_positions: int = 0  # value targets train.reanalyse recomputed
+    reanalysed_change: float = 0.0  # their mean change (new - recorded): > 0, the newer network expects more
 
     def to_json(self) -> str:
         """The metrics file: everything but the wall time, so a rerun writes the same bytes."""
@@ -73,9 +76,11 @@ def window_row_bytes(game) -> int:
     return _ROW_COPIES * (8 * game.state_size + 5 * game.num_actions + 4)
 
 
-def _load_window(game, folders: list[Path]) -> tuple[dict[str, np.ndarray], int]:
+def _load_window(game, folders: list[Path], reanalyse=None) -> tuple[dict[str, np.ndarray], int, int, float]:
     """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``,
-    ``policy [P, A]``, ``value_target [P]``, and how many come from the last folder."""
+    ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; and, with
+    ``reanalyse(folder, positions, states) -> (targets, changed)`` (:func:`_reanalyser`) applied
+    to every folder but the last, how many targets it recomputed and their mean change."""
 
     paths_per_folder = [layout.shard_paths(f) for f in folders]
     for folder, paths in zip(folders, paths_per_folder):
@@ -87,16 +92,50 @@ def _load_window(game, folders: list[Path]) -> tuple[dict[str, np.ndarray], int]
                  f"{'holds' if len(folders) == 1 else 'hold'} {rows:,} positions, about {{need}} once loaded",
                  "train on fewer folders (lower train.window) or smaller ones (lower selfplay.games)")
     columns = ["state", "legal", "policy", "value_target"]
-    frames = [read_positions(paths, game, columns, validate=True) for paths in paths_per_folder]
-    new = len(frames[-1])
     import polars as pl
 
+    frames, reanalysed, change = [], 0, 0.0
+    for k, (folder, paths) in enumerate(zip(folders, paths_per_folder)):
+        older = reanalyse is not None and k < len(folders) - 1
+        frame = read_positions(paths, game, list(dict.fromkeys(columns + (reanalysis.COLUMNS if older else []))),
+                               validate=True)
+        if older:
+            states = frame["state"].to_numpy().astype(np.uint64, copy=False)
+            targets, changed = reanalyse(folder, frame, states)
+            reanalysed += int(changed.sum())
+            change += float((targets[changed] - frame["value_target"].to_numpy()[changed]).sum())
+            frame = frame.select(columns).with_columns(value_target=pl.Series(targets))
+        frames.append(frame)
+    new = len(frames[-1])
     df = pl.concat(frames).rechunk()
     data = {"state": df["state"].to_numpy().astype(np.uint64, copy=False),
             "legal": df["legal"].to_numpy().astype(bool, copy=False),
             "policy": df["policy"].to_numpy().astype(np.float32, copy=False),
             "value_target": df["value_target"].to_numpy().astype(np.float32, copy=False)}
-    return data, new
+    return data, new, reanalysed, change / reanalysed if reanalysed else 0.0
+
+
+def _reanalyser(params: Params, game, best: Checkpoint, device: str):
+    """``train.reanalyse``'s ``(folder, positions, states [P, L]) -> (targets [P], changed [P])``
+    (:func:`tri.reanalyse.reanalysed_targets`) with the starting network ``best``'s values, in
+    training's number format on ``device``'s kind of CPU (bfloat16 where native); None when off.
+    Raises :class:`TriError` for a two-player game (its targets are outcomes: nothing to
+    bootstrap)."""
+    if not params.train.reanalyse:
+        return None
+    if game.num_players != 1:
+        raise TriError(f"train.reanalyse: {game.name} is a two-player game, whose value targets are outcomes "
+                       f"(single-player games only); set it to false")
+    dtype = getattr(torch, resolve_precision(params.train.precision, "cpu"))
+
+    def reanalyse(folder: Path, positions, states: np.ndarray):
+        return reanalysis.reanalysed_targets(
+            positions, reanalysis.game_ends(folder),
+            lambda rows: reanalysis.network_values(best.model, game, states[rows], dtype),
+            keep_model=best.model_id, discount=params.mcts.discount, td_steps=params.selfplay.td_steps,
+            where=f"self-play folder {folder}")
+
+    return reanalyse
 
 
 def _lr(step: int, total: int, params) -> float:
@@ -134,7 +173,8 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     best = load_checkpoint(model, game)
     parent_id = best.model_id  # before training changes the weights
     generation = best.generation + 1 if generation is None else generation
-    window, new = _load_window(game, [Path(d) for d in data])
+    window, new, reanalysed, change = _load_window(game, [Path(d) for d in data],
+                                                   _reanalyser(params, game, best, device))
     size = window["state"].shape[0]
     steps = min(tp.max_steps, max(1, math.ceil(new * tp.samples_per_position / tp.batch_size)))
     rng = np.random.default_rng([tp.seed, generation])
@@ -178,7 +218,8 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
                          seconds=time.perf_counter() - start,
                          loss=float(np.mean([r[2] for r in tail])),
                          policy_loss=float(np.mean([r[3] for r in tail])),
-                         value_loss=float(np.mean([r[4] for r in tail])), model_id=candidate.model_id)
+                         value_loss=float(np.mean([r[4] for r in tail])), model_id=candidate.model_id,
+                         reanalysed_positions=reanalysed, reanalysed_change=change)
     if metrics is not None:
         atomic.write_text(metrics, result.to_json() + "\n")
     if losses is not None:

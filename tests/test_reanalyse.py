@@ -1,0 +1,134 @@
+"""``train.reanalyse``: older self-play's value targets bootstrapped from the starting network.
+
+On real (tiny) self-play: the search's own values give back the recorded targets exactly, so the
+rows, the games' ends and the horizon line up; a constant value gives the n-step sums an
+independent loop computes; games the starting network played keep their targets; training
+reanalyses every folder but the newest and says how many it changed; two-player games and broken
+games files are refused with one line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tri import layout, reanalyse, selfplay, train
+from tri.config import Runtime
+from tri.errors import TriError
+from tri.net import load_checkpoint
+from tri.shards import read_positions
+
+from tests.pipeline_fixtures import PARAMS, game_of, save_model, with_section
+
+# Games of up to 10 moves (some cut there), so a horizon of 3 both bootstraps and reaches games' ends.
+SELFPLAY = with_section(with_section(PARAMS, "selfplay", max_moves=10, td_steps=3, games=8),
+                        "train", max_steps=4, reanalyse=True)
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory):
+    """Two generations of self-play by two different networks, and a third network."""
+    root = tmp_path_factory.mktemp("reanalyse")
+    models = [save_model(root / f"m{i}.pt", SELFPLAY, generation=i, seed=i) for i in range(3)]
+    folders = [layout.selfplay_dir(root, g) for g in (1, 2)]
+    for model, folder, g in zip(models, folders, (1, 2)):
+        selfplay.run(SELFPLAY, root / f"m{g - 1}.pt", folder, generation=g, runtime=Runtime(workers=1))
+    return {"root": root, "models": models, "folders": folders, "game": game_of(SELFPLAY)}
+
+
+def positions_and_ends(folder, game):
+    return (read_positions(layout.shard_paths(folder), game, reanalyse.COLUMNS),
+            reanalyse.game_ends(folder))
+
+
+def targets_with(positions, ends, value_of, keep_model="another network"):
+    return reanalyse.reanalysed_targets(positions, ends, value_of, keep_model=keep_model,
+                                        discount=SELFPLAY.mcts.discount, td_steps=SELFPLAY.selfplay.td_steps,
+                                        where="the folder")
+
+
+def test_the_search_values_give_back_the_recorded_targets(played):
+    positions, ends = positions_and_ends(played["folders"][0], played["game"])
+    assert not ends["terminal"].all() and ends["terminal"].any()  # both kinds of end are covered
+    search = positions["root_value"].to_numpy().astype(np.float64)
+    targets, changed = targets_with(positions, ends, lambda rows: search[rows])
+    assert changed.all()
+    np.testing.assert_allclose(targets, positions["value_target"].to_numpy(), rtol=1e-6, atol=1e-5)
+
+
+def test_a_constant_value_gives_the_n_step_sums(played):
+    positions, ends = positions_and_ends(played["folders"][0], played["game"])
+    c, gamma, n = 7.0, SELFPLAY.mcts.discount, SELFPLAY.selfplay.td_steps
+    targets, _ = targets_with(positions, ends, lambda rows: np.full(rows.size, c))
+    terminal = dict(zip(ends["game"].to_list(), ends["terminal"].to_list()))
+    checked = 0
+    for (gid,), game in positions.sort("move").group_by(["game"]):
+        rewards, T = game["reward"].to_list(), len(game)
+        end = T if terminal[gid] else T - 1  # a cut game's last position is its own bootstrap
+        expected = []
+        for t in range(T):
+            stop = min(t + n, end) if t < end else t
+            z = sum(gamma ** k * rewards[t + k] for k in range(stop - t))
+            z += gamma ** (stop - t) * (0.0 if stop == T else c)
+            expected.append(z)
+        got = targets[np.flatnonzero(positions["game"].to_numpy() == gid)][np.argsort(game["move"].to_numpy())]
+        np.testing.assert_allclose(np.sort(got), np.sort(np.array(expected, np.float32)), rtol=1e-5)
+        checked += 1
+    assert checked == len(ends)
+
+
+def test_the_starting_networks_games_keep_their_targets(played):
+    positions, ends = positions_and_ends(played["folders"][0], played["game"])
+    player = ends["model_id"][0]
+
+    def never(rows):
+        raise AssertionError("no game needs the network")
+
+    targets, changed = targets_with(positions, ends, never, keep_model=player)
+    assert not changed.any()
+    np.testing.assert_array_equal(targets, positions["value_target"].to_numpy())
+
+
+def test_training_reanalyses_the_older_folders(played, tmp_path):
+    """The starting network played neither folder: the older one is reanalysed, the newest not;
+    started from the older folder's own player, nothing is."""
+    game, (older, newest) = played["game"], played["folders"]
+    metrics = tmp_path / "metrics.json"
+    result = train.run(SELFPLAY, played["root"] / "m2.pt", [older, newest], tmp_path / "c.pt", metrics=metrics)
+    old_rows = len(read_positions(layout.shard_paths(older), game, ["move"]))
+    assert result.reanalysed_positions == old_rows
+    assert json.loads(metrics.read_text())["reanalysed_positions"] == old_rows
+    assert result.reanalysed_change != 0
+    # The older folder's player: its games keep their search values.
+    same = train.run(SELFPLAY, played["root"] / "m0.pt", [older, newest], tmp_path / "d.pt")
+    assert same.reanalysed_positions == 0 and same.reanalysed_change == 0
+    off = train.run(with_section(SELFPLAY, "train", reanalyse=False), played["root"] / "m2.pt",
+                    [older, newest], tmp_path / "e.pt")
+    assert off.reanalysed_positions == 0
+    assert load_checkpoint(tmp_path / "e.pt").model_id != result.model_id  # the targets differ, so does training
+
+
+def test_a_two_player_game_is_refused(tmp_path):
+    from tri.config import GameParams
+
+    params = with_section(PARAMS.model_copy(update={"game": GameParams(name="tictactoe")}), "train", reanalyse=True)
+    save_model(tmp_path / "m.pt", params)
+    with pytest.raises(TriError, match=r"train\.reanalyse: tictactoe is a two-player game"):
+        train.run(params, tmp_path / "m.pt", [tmp_path / "none"], tmp_path / "c.pt")
+
+
+def test_broken_games_files_are_refused(played, tmp_path):
+    positions, ends = positions_and_ends(played["folders"][0], played["game"])
+    first = ends["game"][0]
+    with pytest.raises(TriError, match=rf"the folder: positions of game {first}, which its games files do not list"):
+        targets_with(positions, ends.filter(pl.col("game") != first), lambda rows: np.zeros(rows.size))
+    repeated = positions.with_columns(move=pl.when(pl.col("move") == 1).then(0).otherwise(pl.col("move")))
+    with pytest.raises(TriError, match=r"does not hold each of its moves"):
+        targets_with(repeated, ends, lambda rows: np.zeros(rows.size))
+    with pytest.raises(TriError, match=r"no games files"):
+        reanalyse.game_ends(tmp_path)
+    (tmp_path / "shard-000.games.parquet").write_bytes(b"not parquet")
+    with pytest.raises(TriError, match=r"games files cannot be read"):
+        reanalyse.game_ends(tmp_path)
