@@ -20,6 +20,7 @@ the device ``TRI_DEVICE`` resolves to (:func:`tri.device.resolve_device`), torch
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -156,7 +157,8 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     with torch_threads(), progress_meter(game, names, n, progress) as m:
         if opening_moves and game.num_players != 2:
             raise TriError("--openings: a single-player game's seeds already differ (its draws)")
-        result = _play(game, ap, *names, agent_a, agent_b, seeds, n, m, openings(game, seeds, opening_moves))
+        result = _play(game, ap, *names, agent_a, agent_b, seeds, n, m, openings(game, seeds, opening_moves),
+                       parallel=runtime.workers > 1)
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")
     return result
@@ -191,12 +193,18 @@ def counting(m: Meter, player: int | None) -> dict:
 
 
 def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int, m: Meter,
-          starts: np.ndarray | None = None) -> ArenaResult:
+          starts: np.ndarray | None = None, parallel: bool = False) -> ArenaResult:
     if game.num_players == 1:
-        ea = run_episodes(game, [agent_a], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                          **counting(m, 0))
-        eb = run_episodes(game, [agent_b], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                          **counting(m, 1))
+        def play(k: int, agent):
+            with torch_threads():  # per thread: torch's thread count is each thread's own setting
+                return run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
+                                    **counting(m, k))
+
+        if parallel:  # the two players' games share nothing (each its own agent and generator)
+            with ThreadPoolExecutor(2, thread_name_prefix="arena") as pool:
+                ea, eb = pool.map(play, (0, 1), (agent_a, agent_b))
+        else:
+            ea, eb = play(0, agent_a), play(1, agent_b)
         sa = np.array([g.score for g in ea.games])
         sb = np.array([g.score for g in eb.games])
         diff = sa - sb
