@@ -165,6 +165,9 @@ def test_same_arguments_same_result():
     one = arena.run(PARAMS, "random", "greedy", games=6, seed=5, runtime=ONE)
     two = arena.run(PARAMS, "random", "greedy", games=6, seed=5, runtime=ONE)
     assert one.to_json() == two.to_json()
+    # Two workers: each player's games on its own thread, the same result.
+    threads = arena.run(PARAMS, "random", "greedy", games=6, seed=5, runtime=Runtime(workers=2, device="cpu"))
+    assert threads.to_json() == one.to_json() and one.a.mean < one.b.mean
     other = arena.run(PARAMS, "random", "greedy", games=6, seed=6, runtime=ONE)
     assert other.seeds != one.seeds
 

@@ -99,6 +99,11 @@ def test_checkpoint_players_json_and_metrics(tmp_path, one_torch_thread):
     assert all(isinstance(v, float) for v in metrics.values())
     again = run_triangle(PARAMS, f"mcts:{ckpt}:2", baseline="random", games=3, runtime=CPU)
     assert again.simulations == 2 and again.scores == result.scores  # the same search, the same seeds
+    # Two workers: the two players play at once on two threads, and nothing changes.
+    two = run_triangle(PARAMS, str(ckpt), baseline=f"net:{ckpt}", games=3, simulations=2,
+                       runtime=Runtime(workers=2, device="cpu"))
+    timeless = [{k: v for k, v in json.loads(r.to_json()).items() if k != "seconds"} for r in (two, result)]
+    assert timeless[0] == timeless[1]
 
 
 def test_bad_inputs_are_user_errors(tmp_path):

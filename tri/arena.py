@@ -192,19 +192,28 @@ def counting(m: Meter, player: int | None) -> dict:
     return {"on_game": on_game, "on_moves": lambda k: m.advance(0)}
 
 
+def play_paired(game, ap, agent_a, agent_b, seeds: np.ndarray, m: Meter, parallel: bool):
+    """A single-player game's two agents each play every seed (``arena.concurrent`` games in
+    flight, cut at ``arena.max_moves``), counted into ``m`` as players 0 and 1: ``(episodes_a,
+    episodes_b)``. ``parallel``: on two threads at once; the two share nothing (each its own
+    agent and generator, torch on one thread each), so the result is the same either way."""
+
+    def play(k: int, agent):
+        with torch_threads():  # in each thread: OpenMP's thread count is a per-thread setting
+            return run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
+                                **counting(m, k))
+
+    if not parallel:
+        return play(0, agent_a), play(1, agent_b)
+    with ThreadPoolExecutor(2, thread_name_prefix="paired") as pool:
+        ea, eb = pool.map(play, (0, 1), (agent_a, agent_b))
+    return ea, eb
+
+
 def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int, m: Meter,
           starts: np.ndarray | None = None, parallel: bool = False) -> ArenaResult:
     if game.num_players == 1:
-        def play(k: int, agent):
-            with torch_threads():  # per thread: torch's thread count is each thread's own setting
-                return run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                                    **counting(m, k))
-
-        if parallel:  # the two players' games share nothing (each its own agent and generator)
-            with ThreadPoolExecutor(2, thread_name_prefix="arena") as pool:
-                ea, eb = pool.map(play, (0, 1), (agent_a, agent_b))
-        else:
-            ea, eb = play(0, agent_a), play(1, agent_b)
+        ea, eb = play_paired(game, ap, agent_a, agent_b, seeds, m, parallel)
         sa = np.array([g.score for g in ea.games])
         sb = np.array([g.score for g in eb.games])
         diff = sa - sb

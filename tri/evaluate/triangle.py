@@ -9,7 +9,8 @@ leaves out most of the luck. Reported (:class:`TriangleEval`): each player's mea
 interval, and per seed wins, ties and losses. Both play in the one game loop
 (:func:`tri.episodes.run_episodes`) with the arena's ``concurrent`` and ``max_moves``, each on a
 generator seeded alike for both (common random numbers, as in the arena: identical players tie
-on every seed).
+on every seed), at the same time on two threads when there are two workers
+(:func:`tri.arena.play_paired`; the same result).
 
 **The seeds are disjoint by construction from training's.** :func:`eval_seeds` draws them from
 ``SeedSequence([seed, 0xE7A1])``; self-play draws from ``[seed, generation, 0x5E1F]``
@@ -31,10 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from tri import atomic
-from tri.arena import counting, mean_ci, progress_meter
+from tri.arena import mean_ci, play_paired, progress_meter
 from tri.config import MAX_SEED, Params, Runtime
 from tri.device import resolve_device, torch_threads
-from tri.episodes import run_episodes
 from tri.errors import TriError
 from tri.evaluate.common import make_player
 from tri.games.triangle.game import TriangleGame
@@ -122,7 +122,8 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
         raise TriError(f"triangle evaluation: seed {seed} is out of range (0 to 2**63 - 1)")
     ap = params.arena
     game = TriangleGame(params.game.triangle)
-    device = resolve_device((runtime or Runtime()).device)
+    runtime = runtime or Runtime()
+    device = resolve_device(runtime.device)
     batch = arena_batch(ap, game, games)
     # The same generator seed for both players: common random numbers, as in the arena.
     rng_seed = [seed, EVAL_DOMAIN]
@@ -133,10 +134,7 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
     seeds = eval_seeds(seed, games)
     # torch_threads: as in the arena, results must not depend on the machine
     with torch_threads(), progress_meter(game, (name, base_name), games, progress) as m:
-        ours = run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                            **counting(m, 0)).games
-        theirs = run_episodes(game, [base], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                              **counting(m, 1)).games
+        ours, theirs = (e.games for e in play_paired(game, ap, agent, base, seeds, m, runtime.workers > 1))
     scores = np.array([g.score for g in ours])
     base_scores = np.array([g.score for g in theirs])
     steps, base_steps = [g.steps for g in ours], [g.steps for g in theirs]
