@@ -34,15 +34,17 @@ COLUMNS = ["game", "move", "reward", "root_value", "value_target"]
 _BATCH = 1024  # positions per forward pass (InferenceNet splits them into cache-sized pieces)
 
 
-def network_values(model: PolicyValueNet, game, states: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+def network_values(model: PolicyValueNet, game, states: np.ndarray, dtype: torch.dtype,
+                   device: str = "cpu") -> np.ndarray:
     """The value ``[P]`` (float64) of each packed state ``[P, L]`` by ``model`` alone (no search),
-    through an :class:`~tri.net.InferenceNet` snapshot in ``dtype`` on the CPU."""
-    net = InferenceNet(model.eval(), dtype=dtype)
+    through an :class:`~tri.net.InferenceNet` snapshot in ``dtype`` on ``device`` (the model
+    itself stays where it is)."""
+    net = InferenceNet(model.eval(), dtype=dtype).to(device)
     out = np.empty(states.shape[0], np.float64)
     with torch.inference_mode():
         for i in range(0, states.shape[0], _BATCH):
-            _, value_out = net(torch.from_numpy(game.encode(states[i:i + _BATCH])))
-            out[i:i + _BATCH] = net.value(value_out).float().numpy()
+            _, value_out = net(torch.from_numpy(game.encode(states[i:i + _BATCH])).to(device))
+            out[i:i + _BATCH] = net.value(value_out).float().cpu().numpy()
     return out
 
 

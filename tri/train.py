@@ -117,8 +117,9 @@ def _load_window(game, folders: list[Path], reanalyse=None) -> tuple[dict[str, n
 
 def _reanalyser(params: Params, game, best: Checkpoint, device: str):
     """``train.reanalyse``'s ``(folder, positions, states [P, L]) -> (targets [P], changed [P])``
-    (:func:`tri.reanalyse.reanalysed_targets`) with the starting network ``best``'s values, in
-    training's number format on ``device``'s kind of CPU (bfloat16 where native); None when off.
+    (:func:`tri.reanalyse.reanalysed_targets`) with the starting network ``best``'s values,
+    computed before training on training's ``device`` in its number format (``train.precision``);
+    None when off.
     Raises :class:`TriError` for a two-player game (its targets are outcomes: nothing to
     bootstrap)."""
     if not params.train.reanalyse:
@@ -126,12 +127,12 @@ def _reanalyser(params: Params, game, best: Checkpoint, device: str):
     if game.num_players != 1:
         raise TriError(f"train.reanalyse: {game.name} is a two-player game, whose value targets are outcomes "
                        f"(single-player games only); set it to false")
-    dtype = getattr(torch, resolve_precision(params.train.precision, "cpu"))
+    dtype = getattr(torch, resolve_precision(params.train.precision, device))
 
     def reanalyse(folder: Path, positions, states: np.ndarray):
         return reanalysis.reanalysed_targets(
             positions, reanalysis.game_ends(folder),
-            lambda rows: reanalysis.network_values(best.model, game, states[rows], dtype),
+            lambda rows: reanalysis.network_values(best.model, game, states[rows], dtype, device),
             keep_model=best.model_id, discount=params.mcts.discount, td_steps=params.selfplay.td_steps,
             where=f"self-play folder {folder}")
 
