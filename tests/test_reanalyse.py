@@ -3,8 +3,8 @@
 On real (tiny) self-play: the search's own values give back the recorded targets exactly, so the
 rows, the games' ends and the horizon line up; a constant value gives the n-step sums an
 independent loop computes; games the starting network played keep their targets; training
-reanalyses every folder but the newest and says how many it changed; two-player games and broken
-games files are refused with one line."""
+reanalyses every folder but the newest and says how many it changed; two-player games have
+nothing to reanalyse; broken games files are refused with one line."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tri.errors import TriError
 from tri.net import load_checkpoint
 from tri.shards import read_positions
 
-from tests.pipeline_fixtures import PARAMS, game_of, save_model, with_section
+from tests.pipeline_fixtures import PARAMS, game_of, save_model, with_section, write_synthetic_folder
 
 # Games of up to 10 moves (some cut there), so a horizon of 3 both bootstraps and reaches games' ends.
 SELFPLAY = with_section(with_section(PARAMS, "selfplay", max_moves=10, td_steps=3, games=8),
@@ -110,13 +110,19 @@ def test_training_reanalyses_the_older_folders(played, tmp_path):
     assert load_checkpoint(tmp_path / "e.pt").model_id != result.model_id  # the targets differ, so does training
 
 
-def test_a_two_player_game_is_refused(tmp_path):
+def test_a_two_player_game_has_nothing_to_reanalyse(tmp_path):
+    """Two-player targets are outcomes: the setting is unused, as mcts.discount is."""
     from tri.config import GameParams
 
-    params = with_section(PARAMS.model_copy(update={"game": GameParams(name="tictactoe")}), "train", reanalyse=True)
+    params = with_section(PARAMS.model_copy(update={"game": GameParams(name="tictactoe")}), "train",
+                          reanalyse=True, max_steps=2)
+    game = game_of(params)
     save_model(tmp_path / "m.pt", params)
-    with pytest.raises(TriError, match=r"train\.reanalyse: tictactoe is a two-player game"):
-        train.run(params, tmp_path / "m.pt", [tmp_path / "none"], tmp_path / "c.pt")
+    folders = [tmp_path / "gen-0001", tmp_path / "gen-0002"]
+    for k, folder in enumerate(folders):
+        write_synthetic_folder(folder, game, games=4, seed=k)  # played by "synthetic", not m.pt
+    result = train.run(params, tmp_path / "m.pt", folders, tmp_path / "c.pt")
+    assert result.reanalysed_positions == 0 and result.window_positions > result.new_positions
 
 
 def test_broken_games_files_are_refused(played, tmp_path):

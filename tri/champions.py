@@ -87,6 +87,17 @@ class ChampionCard(_Frozen):
                     data = {**data, "params": {**data["params"], section: {**values, "precision": "float32"}}}
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_reanalysis_before_it_existed(cls, data):
+        """A card written before ``train.reanalyse`` existed trained without it: its params say so
+        (the default is now on)."""
+        if isinstance(data, dict) and isinstance(data.get("params"), dict):
+            train = data["params"].get("train")
+            if isinstance(train, dict) and "reanalyse" not in train:
+                data = {**data, "params": {**data["params"], "train": {**train, "reanalyse": False}}}
+        return data
+
     @property
     def mcts(self) -> MctsParams:
         return play_search(Params(**self.params).mcts, self.search)

@@ -188,11 +188,12 @@ class TrainParams(BaseModel):
                                                                  "model, or the previous generation's "
                                                                  "candidate (latest: rejected training is "
                                                                  "kept; measured worse, see README)")
-    reanalyse: bool = Field(False, description="single-player: before training, recompute the value targets "
-                                               "of the window's games another network played, bootstrapped "
-                                               "from the starting network's value (one forward pass per "
-                                               "position, no search; selfplay.td_steps moves on, "
-                                               "mcts.discount) instead of their own search's (tri.reanalyse)")
+    reanalyse: bool = Field(True, description="single-player: before training, recompute the value targets "
+                                              "of the window's games another network played, bootstrapped "
+                                              "from the starting network's value (one forward pass per "
+                                              "position, no search; selfplay.td_steps moves on, "
+                                              "mcts.discount) instead of their own search's (tri.reanalyse; "
+                                              "+16 per generation, see README); two-player: unused")
     threads: int = Field(2, gt=0, le=1024, description="torch threads: part of the result (float summation "
                                                        "order); at most 1024, more than any machine has "
                                                        "cores")

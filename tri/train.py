@@ -119,14 +119,9 @@ def _reanalyser(params: Params, game, best: Checkpoint, device: str):
     """``train.reanalyse``'s ``(folder, positions, states [P, L]) -> (targets [P], changed [P])``
     (:func:`tri.reanalyse.reanalysed_targets`) with the starting network ``best``'s values,
     computed before training on training's ``device`` in its number format (``train.precision``);
-    None when off.
-    Raises :class:`TriError` for a two-player game (its targets are outcomes: nothing to
-    bootstrap)."""
-    if not params.train.reanalyse:
+    None when off, and for a two-player game (its targets are outcomes: nothing to bootstrap)."""
+    if not params.train.reanalyse or game.num_players != 1:
         return None
-    if game.num_players != 1:
-        raise TriError(f"train.reanalyse: {game.name} is a two-player game, whose value targets are outcomes "
-                       f"(single-player games only); set it to false")
     dtype = getattr(torch, resolve_precision(params.train.precision, device))
 
     def reanalyse(folder: Path, positions, states: np.ndarray):
