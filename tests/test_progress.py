@@ -94,7 +94,7 @@ def test_the_stages_report_what_they_do(tmp_path):
 
 
 TABLE_ROW = re.compile(r"^\s+\d+\s+-?\d+\.\d\d\s+(\d+\.\d|reused)\s+")
-PROGRESS = re.compile(r"^  gen-\d{4} (self-play|train|arena)\s+\d+/\d+ (games|steps)(  .*)?  \d+:\d\d(  done)?$")
+PROGRESS = re.compile(r"^  gen-\d{4} (self-play|reanalyse|train|arena)\s+\d+/\d+ (games|folders|steps)(  .*)?  \d+:\d\d(  done)?$")
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")

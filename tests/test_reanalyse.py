@@ -95,12 +95,20 @@ def test_training_reanalyses_the_older_folders(played, tmp_path):
     """The starting network played neither folder: the older one is reanalysed, the newest not;
     started from the older folder's own player, nothing is."""
     game, (older, newest) = played["game"], played["folders"]
-    metrics = tmp_path / "metrics.json"
-    result = train.run(SELFPLAY, played["root"] / "m2.pt", [older, newest], tmp_path / "c.pt", metrics=metrics)
+    metrics, heard = tmp_path / "metrics.json", []
+
+    def report(update):
+        heard.append(update)
+
+    report.every = 0.0  # hears every update (tri.progress)
+    result = train.run(SELFPLAY, played["root"] / "m2.pt", [older, newest], tmp_path / "c.pt", metrics=metrics,
+                       progress=report)
     old_rows = len(read_positions(layout.shard_paths(older), game, ["move"]))
     assert result.reanalysed_positions == old_rows
     assert json.loads(metrics.read_text())["reanalysed_positions"] == old_rows
     assert result.reanalysed_change != 0
+    folders = [u for u in heard if u.stage == "reanalyse"]  # the loop shows it before training's steps
+    assert folders[-1].final and folders[-1].done == folders[-1].total == 1
     # The older folder's player: its games keep their search values.
     same = train.run(SELFPLAY, played["root"] / "m0.pt", [older, newest], tmp_path / "d.pt")
     assert same.reanalysed_positions == 0 and same.reanalysed_change == 0

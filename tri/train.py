@@ -8,7 +8,9 @@ draws minibatches uniformly from the whole window, and trains
 - the value by cross-entropy to the two-hot encoded value target (single-player) or by squared
   error to the outcome (two-player),
 
-with AdamW, a linear warm-up then cosine learning-rate schedule, and gradient clipping. The
+with AdamW, a linear warm-up then cosine learning-rate schedule, and gradient clipping. With
+``train.reanalyse`` (single-player), the value targets of the window's games another network
+played are first recomputed with the starting network's value (:mod:`tri.reanalyse`). The
 number of steps follows KataGo's rule of thumb: each *new* position (the newest folder) is seen
 about ``train.samples_per_position`` times, capped by ``train.max_steps``. Games with symmetries
 get a random symmetry per sample. The optimizer state travels in the checkpoint, so the next
@@ -76,11 +78,13 @@ def window_row_bytes(game) -> int:
     return _ROW_COPIES * (8 * game.state_size + 5 * game.num_actions + 4)
 
 
-def _load_window(game, folders: list[Path], reanalyse=None) -> tuple[dict[str, np.ndarray], int, int, float]:
+def _load_window(game, folders: list[Path], reanalyse=None,
+                 progress: Report | None = None) -> tuple[dict[str, np.ndarray], int, int, float]:
     """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``,
     ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; and, with
     ``reanalyse(folder, positions, states) -> (targets, changed)`` (:func:`_reanalyser`) applied
-    to every folder but the last, how many targets it recomputed and their mean change."""
+    to every folder but the last (``progress`` hears of each), how many targets it recomputed and
+    their mean change."""
 
     paths_per_folder = [layout.shard_paths(f) for f in folders]
     for folder, paths in zip(folders, paths_per_folder):
@@ -95,6 +99,7 @@ def _load_window(game, folders: list[Path], reanalyse=None) -> tuple[dict[str, n
     import polars as pl
 
     frames, reanalysed, change = [], 0, 0.0
+    bar = meter("reanalyse", len(folders) - 1, "folders", progress) if reanalyse and len(folders) > 1 else None
     for k, (folder, paths) in enumerate(zip(folders, paths_per_folder)):
         older = reanalyse is not None and k < len(folders) - 1
         frame = read_positions(paths, game, list(dict.fromkeys(columns + (reanalysis.COLUMNS if older else []))),
@@ -105,7 +110,10 @@ def _load_window(game, folders: list[Path], reanalyse=None) -> tuple[dict[str, n
             reanalysed += int(changed.sum())
             change += float((targets[changed] - frame["value_target"].to_numpy()[changed]).sum())
             frame = frame.select(columns).with_columns(value_target=pl.Series(targets))
+            bar.advance()
         frames.append(frame)
+    if bar is not None:
+        bar.close()
     new = len(frames[-1])
     df = pl.concat(frames).rechunk()
     data = {"state": df["state"].to_numpy().astype(np.uint64, copy=False),
@@ -170,7 +178,7 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     parent_id = best.model_id  # before training changes the weights
     generation = best.generation + 1 if generation is None else generation
     window, new, reanalysed, change = _load_window(game, [Path(d) for d in data],
-                                                   _reanalyser(params, game, best, device))
+                                                   _reanalyser(params, game, best, device), progress)
     size = window["state"].shape[0]
     steps = min(tp.max_steps, max(1, math.ceil(new * tp.samples_per_position / tp.batch_size)))
     rng = np.random.default_rng([tp.seed, generation])
