@@ -39,7 +39,7 @@ def played(tmp_path_factory):
 
 
 def positions_and_ends(folder, game):
-    return (read_positions(layout.shard_paths(folder), game, reanalyse.COLUMNS),
+    return (read_positions(layout.shard_paths(folder), game, [*reanalyse.COLUMNS, "root_value"]),
             reanalyse.game_ends(folder))
 
 

@@ -30,7 +30,7 @@ from tri.errors import TriError
 from tri.net import InferenceNet, PolicyValueNet
 
 # Columns of the positions file :func:`reanalysed_targets` reads, beside ``state``.
-COLUMNS = ["game", "move", "reward", "root_value", "value_target"]
+COLUMNS = ["game", "move", "reward", "value_target"]
 _BATCH = 1024  # positions per forward pass (InferenceNet splits them into cache-sized pieces)
 
 
