@@ -55,6 +55,11 @@ class Evaluation(_Frozen):
     result: dict = Field(description="the JSON the command writes with --out")
 
 
+# (section, setting) -> its value before the setting existed, where today's default differs:
+# searching and training were float32 (now auto), and training did not reanalyse (now on).
+_BEFORE = {("mcts", "precision"): "float32", ("train", "precision"): "float32", ("train", "reanalyse"): False}
+
+
 class ChampionCard(_Frozen):
     game: str
     checkpoint: str = Field(pattern=r"^[\w.-]+\.pt$", description="file name of the checkpoint, beside the card")
@@ -77,25 +82,14 @@ class ChampionCard(_Frozen):
 
     @model_validator(mode="before")
     @classmethod
-    def _float32_before_precision(cls, data):
-        """A card written before ``mcts.precision`` (or ``train.precision``) existed searched (or
-        trained) in float32: its params say so (the defaults are now ``auto``)."""
+    def _settings_before_they_existed(cls, data):
+        """A card written before a setting existed trained as the code then did, not as today's
+        default says (:data:`_BEFORE`): its params say so."""
         if isinstance(data, dict) and isinstance(data.get("params"), dict):
-            for section in ("mcts", "train"):
+            for (section, key), then in _BEFORE.items():
                 values = data["params"].get(section)
-                if isinstance(values, dict) and "precision" not in values:
-                    data = {**data, "params": {**data["params"], section: {**values, "precision": "float32"}}}
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_reanalysis_before_it_existed(cls, data):
-        """A card written before ``train.reanalyse`` existed trained without it: its params say so
-        (the default is now on)."""
-        if isinstance(data, dict) and isinstance(data.get("params"), dict):
-            train = data["params"].get("train")
-            if isinstance(train, dict) and "reanalyse" not in train:
-                data = {**data, "params": {**data["params"], "train": {**train, "reanalyse": False}}}
+                if isinstance(values, dict) and key not in values:
+                    data = {**data, "params": {**data["params"], section: {**values, key: then}}}
         return data
 
     @property
