@@ -325,6 +325,7 @@ def serve(root: Path, *, prefect_port: int = PREFECT_PORT, mlflow_port: int = ML
     os.environ["PREFECT_HOME"] = str(stores.prefect_home(root))
     schedule.check()
     store = mlstore.store(root, Runtime())
+    mlstore.follow_move(root, store)  # a moved project's UI shows, and reads, its own artifacts
     services = [prefect_service(root, prefect_port)]
     if store.artifact_location is not None:  # a local store: serve its UI (a tracking server has its own)
         services.append(mlflow_service(root, mlflow_port, store.tracking_uri, store.artifact_location))

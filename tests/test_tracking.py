@@ -14,6 +14,7 @@ import csv
 import dataclasses
 import json
 import re
+import shutil
 import statistics
 import time
 from pathlib import Path
@@ -284,6 +285,44 @@ def test_resolve_model(project, tmp_path):
     two.write_bytes(b"damaged")
     assert registry.resolve_model("models:/tri-triangle/2", root, runtime=LOCAL).read_bytes() == \
         layout.candidate_path(root, 2).read_bytes()
+
+
+def test_a_moved_project_keeps_its_runs_and_artifacts(project, tmp_path):
+    # MLflow names artifacts by absolute URI and tri a project by its folder: a project moved
+    # elsewhere must read and write under its new folder only, and know its runs as its own.
+    root = project["root"]
+    moved = tmp_path / "moved"
+    shutil.copytree(root, moved, ignore=shutil.ignore_patterns("cache"))  # no copies resolved before
+    away = root.with_name(root.name + "-away")
+    root.rename(away)
+    try:
+        path = registry.resolve_model("models:/tri-triangle/2", moved, runtime=LOCAL)
+        assert path.read_bytes() == layout.candidate_path(moved, 2).read_bytes()
+        client, s = mlstore.open_store(moved, LOCAL, create=False)
+        assert s.artifact_location == (moved.resolve() / ".mlflow" / "artifacts").as_uri()
+        assert client.get_experiment_by_name("tri-triangle").artifact_location == s.artifact_location
+        assert all(v.source.startswith(s.artifact_location + "/")
+                   for v in client.search_model_versions("name='tri-triangle'"))
+        # Its generations are still its own: logging one again reuses its run and version.
+        again = runs.log_generation(ALWAYS, paths_of(moved, 3), runtime=LOCAL)
+        assert (again.run_id, again.model_version) == (project["records"][3].run_id, project["records"][3].model_version)
+        assert client.get_run(again.run_id).info.artifact_uri.startswith(s.artifact_location + "/")
+        new = client.create_run(client.get_experiment_by_name("tri-triangle").experiment_id).info.run_id
+        client.log_text(new, "moved", "note.txt")
+        assert (moved / ".mlflow" / "artifacts" / new / "artifacts" / "note.txt").read_text() == "moved"
+        client.delete_run(new)
+        assert not root.exists()  # nothing was written where the project was
+        assert not mlstore.follow_move(moved, s)  # done once
+        # A version whose checkpoint is gone from the store: one line, no MLflow traceback.
+        shutil.rmtree(moved / ".mlflow" / "artifacts" / project["records"][1].run_id / "artifacts" / "checkpoint")
+        with pytest.raises(TriError, match=r"version 1's checkpoint cannot be read from file://") as info:
+            registry.resolve_model("models:/tri-triangle/1", moved, runtime=LOCAL)
+        assert "\n" not in str(info.value)
+    finally:
+        away.rename(root)
+    # The project it was copied from still names its own folder.
+    assert project["client"].get_experiment_by_name("tri-triangle").artifact_location == \
+        (root.resolve() / ".mlflow" / "artifacts").as_uri()
 
 
 @pytest.mark.parametrize("uri, needle", [

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlparse
 
 from tri.config import Runtime
 from tri.errors import TriError
@@ -35,6 +36,12 @@ KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
 # the browser's last choice (GenAI at first): every address tri gives carries it.
 UI_VIEW = "workflowType=machine_learning"
 _clients: dict[str, Any] = {}  # one client per store URI: connecting to SQLite costs ~0.7 s
+_followed: set[Path] = set()  # default stores :func:`follow_move` has checked in this process
+# Where MLflow's SQLite schema keeps absolute artifact URIs, which in a default store all point into
+# <project>/.mlflow/artifacts, and the tables of run and registered-version tags (tri.project).
+_URI_COLUMNS = (("experiments", "artifact_location"), ("runs", "artifact_uri"),
+                ("model_versions", "source"), ("model_versions", "storage_location"))
+_TAG_TABLES = ("tags", "model_version_tags")
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,52 @@ def open_store(root: Path, runtime: Runtime | None, *, create: bool):
             raise TriError(f"no MLflow store at {s.database.parent} (log a generation with tracking on, "
                            "or set TRI_MLFLOW_URI)")
         s.database.parent.mkdir(parents=True, exist_ok=True)
+        if s.database not in _followed:
+            follow_move(root, s)
+            _followed.add(s.database)
     return client(s.tracking_uri), s
+
+
+def follow_move(root: Path, s: Store) -> bool:
+    """Point the default store ``s`` of the project ``root`` at the folder the project is in now.
+
+    MLflow names artifacts by absolute URI, and tri names a project by a hash of its absolute
+    folder (``tri.project``). In a project folder moved or copied elsewhere, the store still names
+    the old folder: new runs would write their artifacts there (outside the project), registered
+    versions would be read from there, and the project's earlier runs and versions would no longer
+    count as its own. Where the store's ``tri-*`` experiments name another folder's
+    ``.mlflow/artifacts``, this rewrites, in one transaction, every URI under it to the same place
+    under this project, and that folder's project id to this one's. Returns whether it rewrote
+    anything. A store elsewhere (``TRI_MLFLOW_URI``), or not yet made, is left alone."""
+    if s.database is None or s.artifact_location is None or not s.database.is_file():
+        return False
+    new, new_id = s.artifact_location, project_id(Path(root).resolve())
+    con = sqlite3.connect(s.database, timeout=60)
+    try:
+        tables = {t: {c for (_, c, *_rest) in con.execute(f"PRAGMA table_info({t})")}
+                  for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "artifact_location" not in tables.get("experiments", ()):
+            return False  # not MLflow's schema as tri knows it
+        olds = {loc for (name, loc) in con.execute("SELECT name, artifact_location FROM experiments")
+                if name.startswith("tri-") and loc and loc != new and loc.endswith(f"/{STORE_DIR}/artifacts")}
+        with con:  # one transaction: all of it or nothing
+            for old in olds:
+                for table, column in _URI_COLUMNS:
+                    if column in tables.get(table, ()):
+                        con.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
+                                    f"WHERE {column} = ? OR substr({column}, 1, ?) = ?",
+                                    (new, len(old) + 1, old, len(old) + 1, old + "/"))
+                old_id = project_id(Path(unquote(urlparse(old).path)).parent.parent)
+                for table in _TAG_TABLES:
+                    if {"key", "value"} <= tables.get(table, set()):
+                        con.execute(f"UPDATE {table} SET value = ? WHERE key = 'tri.project' AND value = ?",
+                                    (new_id, old_id))
+    except sqlite3.Error as exc:
+        raise TriError(f"the MLflow store {s.database} names another folder and cannot be pointed at "
+                       f"this one ({exc})") from None
+    finally:
+        con.close()
+    return bool(olds)
 
 
 def experiment_id(mlflow_client, s: Store, game: str) -> str:

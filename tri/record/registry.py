@@ -78,7 +78,12 @@ def _cached(uri: str, client, mv, final: Path) -> Path:
     tmp = final.parent / f".{mv.version}.{uuid.uuid4().hex}.tmp"
     tmp.mkdir(parents=True)
     try:
-        local = _download(client, mv, tmp)
+        try:
+            local = _download(client, mv, tmp)
+        except Exception as exc:  # MLflow's errors: a missing or unreadable artifact
+            reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            raise TriError(f"model {uri!r}: version {mv.version}'s checkpoint cannot be read from "
+                           f"{mv.source} ({reason})") from None
         got = Path(local) / CHECKPOINT_FILE
         if not got.is_file():
             raise TriError(f"model {uri!r}: version {mv.version} has no "
