@@ -146,8 +146,7 @@ def follow_move(root: Path, s: Store) -> bool:
                         con.execute(f"UPDATE {table} SET value = ? WHERE key = 'tri.project' AND value = ?",
                                     (new_id, old_id))
     except sqlite3.Error as exc:
-        raise TriError(f"the MLflow store {s.database} names another folder and cannot be pointed at "
-                       f"this one ({exc})") from None
+        raise TriError(f"the MLflow store {s.database} cannot be read or updated ({exc})") from None
     finally:
         con.close()
     return bool(olds)
