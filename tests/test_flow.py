@@ -281,8 +281,10 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     folder = tmp_path / "champions"
     card = publish("tictactoe", root, loop="tri loop --generations 1", tri_commit="test", folder=folder,
                    search={"solver": True}, echo=lambda line: None)
-    assert card.search == {"solver": True} and card.mcts.solver and not params.mcts.solver  # plays with it
-    assert "with `solver: true` over it" in render_card(card)
+    # It plays with it, and in float32 (the project's precision is auto): figures that replay on any CPU.
+    assert params.mcts.precision == "auto" and card.search == {"solver": True, "precision": "float32"}
+    assert card.mcts.solver and not params.mcts.solver and card.mcts.precision == "float32"
+    assert "`solver: true`" in render_card(card) and "`precision: \"float32\"`" in render_card(card)
     assert card.generation == 1 and card.training.tag == "tri/gen-0001" and card.training.generations == 1
     assert card.training.project_commit == git(root, "rev-parse", "tri/gen-0001").strip()
     assert card.training.promoted == 1 and card.training.wall_minutes > 0

@@ -116,7 +116,9 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     ``tri_commit``: the tri commit(s) it was trained with; ``simulations``: its search budget
     (default: the project's ``arena.simulations``), in ``determinizations`` trees per move
     (default: the project's ``arena.determinizations``); ``search``: ``mcts`` settings it plays with
-    over the project's (e.g. ``{"solver": True}``). Raises :class:`TriError` (one line)."""
+    over the project's (e.g. ``{"solver": True}``); without ``precision`` among them, it plays in
+    ``float32`` (the project's ``mcts.precision`` may be ``auto`` or ``bfloat16``). Raises
+    :class:`TriError` (one line)."""
     project, folder = Path(project).resolve(), Path(folder or champions_dir())
     if game not in EVALUATIONS:
         raise TriError(f"tri champions publish: no evaluations defined for {game}")
@@ -124,6 +126,10 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     if params.game.name != game:
         raise TriError(f"{project}: trains {params.game.name}, not {game}")
     search = dict(search or {})
+    if "precision" not in search and params.mcts.precision != "float32":
+        # bfloat16 (or auto) gives other bits on other CPUs, and is emulated, far slower, on one
+        # without native bfloat16: in float32 the card's figures replay on every machine.
+        search["precision"] = "float32"
     play_search(params.mcts, search)  # checked before anything runs
     log = _promotions(project)
     generation, entry = _promotion(project, log, generation, tagged=_tags(project))
