@@ -204,8 +204,11 @@ def test_a_card_s_search_settings_go_over_its_params():
     from tri.champions import play_search
     from tri.cli.champions import _settings
 
-    plain = champions.champion("triangle")[1]
+    plain = champions.champion("tictactoe")[1]
     assert plain.search == {} and plain.mcts == Params(**plain.params).mcts
+    triangle = champions.champion("triangle")[1]  # trained in bfloat16, plays in float32
+    assert Params(**triangle.params).mcts.precision == "bfloat16" and triangle.search == {"precision": "float32"}
+    assert triangle.mcts == Params(**triangle.params).mcts.model_copy(update={"precision": "float32"})
     card = champions.champion("connect4")[1]  # remeasured with its search settings over its params
     trained = Params(**card.params).mcts
     assert card.search and not trained.solver and not trained.gumbel and not trained.symmetrize
