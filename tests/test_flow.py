@@ -281,7 +281,7 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     folder = tmp_path / "champions"
     card = publish("tictactoe", root, loop="tri loop --generations 1", tri_commit="test", folder=folder,
                    search={"solver": True}, echo=lambda line: None)
-    # It plays with it, and in float32 (the project's precision is auto): figures that replay on any CPU.
+    # It plays with it, and in float32 (the project's precision is auto), whatever the CPU computes natively.
     assert params.mcts.precision == "auto" and card.search == {"solver": True, "precision": "float32"}
     assert card.mcts.solver and not params.mcts.solver and card.mcts.precision == "float32"
     assert "`solver: true`" in render_card(card) and "`precision: \"float32\"`" in render_card(card)

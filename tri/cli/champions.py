@@ -54,8 +54,8 @@ def champions_group(ctx: click.Context) -> None:
                    "project's arena.determinizations).")
 @click.option("--search", "search", multiple=True, metavar="KEY=VALUE",
               help="An mcts setting it plays with over the project's (repeatable), e.g. solver=true; "
-                   "written on the card. Without precision=..., it plays in float32, whose figures replay "
-                   "on every CPU.")
+                   "written on the card. Without precision=..., it plays in float32 (bfloat16 gives other "
+                   "bits where a CPU emulates it than where it computes it natively).")
 @click.option("--note", "notes", multiple=True, help="A line for the card's notes (repeatable).")
 def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, generation: int | None,
                 simulations: int | None, determinizations: int | None, search: tuple[str, ...],

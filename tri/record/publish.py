@@ -127,8 +127,9 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
         raise TriError(f"{project}: trains {params.game.name}, not {game}")
     search = dict(search or {})
     if "precision" not in search and params.mcts.precision != "float32":
-        # bfloat16 (or auto) gives other bits on other CPUs, and is emulated, far slower, on one
-        # without native bfloat16: in float32 the card's figures replay on every machine.
+        # bfloat16 (or auto) gives other bits on a CPU that emulates it (far slower there) than on
+        # one that computes it natively; float32 search replayed the same figures on both kinds of
+        # CPU tri has run on (AVX512 and AVX2).
         search["precision"] = "float32"
     play_search(params.mcts, search)  # checked before anything runs
     log = _promotions(project)
