@@ -298,7 +298,8 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     from tri.record.publish import remeasure
 
     again = remeasure("tictactoe", simulations=5, search={"c_puct": 2.0}, folder=folder, echo=lambda line: None)
-    assert again.search == {"c_puct": 2.0} and again.mcts.c_puct == 2.0 and not again.mcts.solver
+    assert again.search == {"c_puct": 2.0, "precision": "float32"} and again.mcts.c_puct == 2.0
+    assert not again.mcts.solver and again.mcts.precision == "float32"
     assert again.simulations == 5 and again.evaluations[0].result["simulations"] == 5
     assert (again.sha256, again.training, again.params) == (card.sha256, card.training, card.params)
     assert champion("tictactoe", folder)[1] == again and (folder / "tictactoe.md").read_text() == render_card(again)

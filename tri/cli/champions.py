@@ -84,7 +84,8 @@ def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, ge
               help="Its new trees per move (games with chance; default: the card's).")
 @click.option("--search", "search", multiple=True, metavar="KEY=VALUE",
               help="An mcts setting it plays with over its params (repeatable); given, these replace the "
-                   "card's search settings, e.g. solver=true gumbel=true.")
+                   "card's search settings, e.g. solver=true gumbel=true (without precision=..., it plays in "
+                   "float32).")
 @click.option("--note", "notes", multiple=True, help="A line for the card's notes (repeatable; given, they "
                                                       "replace the card's).")
 def remeasure_cmd(game: str, simulations: int | None, determinizations: int | None, search: tuple[str, ...],

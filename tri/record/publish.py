@@ -125,12 +125,7 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     params = project_params(project)
     if params.game.name != game:
         raise TriError(f"{project}: trains {params.game.name}, not {game}")
-    search = dict(search or {})
-    if "precision" not in search and params.mcts.precision != "float32":
-        # bfloat16 (or auto) gives other bits on a CPU that emulates it (far slower there) than on
-        # one that computes it natively; float32 search replayed the same figures on both kinds of
-        # CPU tri has run on (AVX512 and AVX2).
-        search["precision"] = "float32"
+    search = _in_float32(params.mcts, search or {})
     play_search(params.mcts, search)  # checked before anything runs
     log = _promotions(project)
     generation, entry = _promotion(project, log, generation, tagged=_tags(project))
@@ -160,13 +155,24 @@ def remeasure(game: str, *, simulations: int | None = None, determinizations: in
     champion whose training project is gone gets a better search. Raises :class:`TriError`."""
     folder = Path(folder or champions_dir())
     path, card = champion(game, folder)
-    search = card.search if search is None else dict(search)
+    search = card.search if search is None else _in_float32(Params(**card.params).mcts, search)
     play_search(Params(**card.params).mcts, search)  # checked before anything runs
     card = card.model_copy(update={
         "simulations": simulations or card.simulations,
         "determinizations": determinizations or card.determinizations,
         "search": search, "notes": list(notes) if notes else card.notes})
     return _measure(card, folder, lambda staged: shutil.copyfile(path, staged), echo)
+
+
+def _in_float32(mcts, search: dict) -> dict:
+    """``search`` with ``precision: float32`` unless it names a precision or ``mcts`` is float32
+    already: bfloat16 (or auto) gives other bits on a CPU that emulates it (far slower there) than
+    on one that computes it natively; float32 search replayed the same figures on both kinds of
+    CPU tri has run on (AVX512 and AVX2)."""
+    search = dict(search)
+    if "precision" not in search and mcts.precision != "float32":
+        search["precision"] = "float32"
+    return search
 
 
 def _measure(card: ChampionCard, folder: Path, write_checkpoint, echo) -> ChampionCard:
