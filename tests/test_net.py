@@ -540,6 +540,48 @@ def test_symmetrize_averages_the_network_over_the_positions_images(name, moves):
         np.testing.assert_allclose(mv, av, rtol=1e-4, atol=1e-5)
 
 
+def test_distinct_rows_keeps_first_appearances_in_order_and_maps_every_row_back():
+    from tri.evaluator import distinct_rows
+
+    planes = np.zeros((6, 1, 2, 2), np.float32)
+    planes[[1, 4], 0, 0, 0] = 1.0  # rows 1 and 4 alike
+    planes[3, 0, 1, 1] = 2.0
+    legal = np.ones((6, 3), bool)
+    legal[5, 2] = False  # row 5: row 0's planes, other legal actions
+    rows, back = distinct_rows(planes, legal)
+    np.testing.assert_array_equal(rows, [0, 1, 3, 5])
+    np.testing.assert_array_equal(back, [0, 1, 0, 2, 1, 3])
+    np.testing.assert_array_equal(planes[rows][back], planes)
+    np.testing.assert_array_equal(legal[rows][back], legal)
+
+
+def test_distinct_evaluates_repeated_positions_once_with_the_same_results():
+    """``distinct``: a triangle position repeated under other chance seeds (as a player's several
+    trees hold it) goes through the network once, and every row gets its own position's
+    evaluation; a batch with nothing repeated is evaluated as it is."""
+    game, model = _random_model("triangle", 0.3)
+    states = _midgame(game, 2)[:4]
+    repeated = np.concatenate([game.reseed(states, np.arange(4) + 100 * k) for k in range(3)])
+    assert not np.array_equal(repeated[:4], repeated[4:8])  # other futures, the same planes
+    seen = []
+    real_forward = model.forward
+    model.forward = lambda x: (seen.append(x.shape[0]), real_forward(x))[1]
+    plain, distinct = make_evaluator(model, game), make_evaluator(model, game, distinct=True)
+    p, legal, v = plain(repeated)
+    dp, dlegal, dv = distinct(repeated)
+    assert seen == [12, 4]
+    np.testing.assert_array_equal(dlegal, legal)
+    np.testing.assert_allclose(dp, p, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dv, v, rtol=1e-5, atol=1e-5)
+    for k in (1, 2):
+        np.testing.assert_array_equal(dp[4 * k:4 * k + 4], dp[:4])
+    assert np.abs(dp[0] - dp[1]).max() > 1e-3  # the rows are not all one evaluation
+    seen.clear()
+    for a, b in zip(distinct(states), plain(states)):
+        np.testing.assert_array_equal(a, b)
+    assert seen == [4, 4]
+
+
 def test_symmetrize_is_plain_without_symmetries_and_refused_where_actions_move_by_position():
     game, model = _random_model("triangle", 0.3)
     states = game.initial(np.arange(4))

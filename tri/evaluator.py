@@ -14,7 +14,7 @@ from tri.net import InferenceNet, PolicyValueNet, masked_policy
 
 
 def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu", *, fast: bool = False,
-                   precision: str = "float32", symmetrize: bool = False):
+                   precision: str = "float32", symmetrize: bool = False, distinct: bool = False):
     """The search's ``evaluate(states [M, L]) -> (priors [M, A], legal [M, A], values [M])``:
     encode, one forward pass in inference mode on ``device`` (the model is moved there), masked
     softmax, decoded values. Whatever the device, the arrays come back as numpy on the CPU
@@ -26,7 +26,12 @@ def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cp
     under each of the game's S symmetries (``[(1 + S) * M, C, H, W]``, planes mapped as training's
     augmentation maps them); each image's priors are mapped back to the position's actions, and
     the priors (renormalised over the legal actions) and the values are averaged. Raises
-    :class:`TriError` for a game whose symmetries map actions by position (Santorini)."""
+    :class:`TriError` for a game whose symmetries map actions by position (Santorini).
+    ``distinct``: positions of one call with the same input planes and legal actions go through
+    the network once (:func:`distinct_rows`). A player's several trees (``determinizations``)
+    differ only after their first refill, so about 40% of the triangle champion's evaluations
+    repeat another tree's; the results are the same up to float rounding (a convolution's
+    kernel, and so its rounding, may change with the batch's size)."""
     model = model.to(device).eval()
     precision = resolve_precision(precision, str(device))
     if fast or precision != "float32":
@@ -36,6 +41,14 @@ def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cp
     def evaluate(states):
         legal = game.legal(states)
         planes = game.encode(states)
+        if distinct:
+            rows, back = distinct_rows(planes, legal)
+            if rows.size < len(states):
+                priors, _, values = forward(planes[rows], legal[rows])
+                return priors[back], legal, values[back]
+        return forward(planes, legal)
+
+    def forward(planes, legal):
         if symmetries:
             planes = np.concatenate([planes, *(s.apply_planes(planes) for s in symmetries)])
         with torch.inference_mode():
@@ -49,6 +62,20 @@ def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cp
         return priors.cpu().numpy(), legal, values.float().cpu().numpy()
 
     return evaluate
+
+
+def distinct_rows(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``planes [M, C, H, W]`` and ``legal [M, A]`` -> ``rows [U]``, the first row of each
+    distinct (planes, legal) pair in order of appearance, and ``back [M]``, the index in ``rows``
+    of each row's pair (so ``x[rows][back]`` repeats ``x``'s rows)."""
+    m = len(planes)
+    key = np.concatenate([np.ascontiguousarray(planes).reshape(m, -1).view(np.uint8),
+                          np.ascontiguousarray(legal).reshape(m, -1).view(np.uint8)], axis=1)
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # the pairs in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[inverse.reshape(-1)]
 
 
 def _averaged_symmetries(game) -> tuple:

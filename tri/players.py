@@ -199,11 +199,17 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
         return AlphaBetaAgent(game, spec.simulations, name=spec.text)
     ckpt = load_checkpoint(spec.path, game)
     search = spec.mcts or mcts
-    evaluate = make_evaluator(ckpt.model, game, device, precision=search.precision,
-                              symmetrize=search.symmetrize)
     if spec.kind == "net":
-        return NetAgent(game, evaluate, spec.text)
-    return MctsAgent(game, evaluate, search, rng, noise=False, temperature=arena.temperature,
-                     temperature_moves=arena.temperature_moves,
-                     simulations=spec.simulations or arena.simulations,
-                     determinizations=player_trees(spec, game, arena), name=spec.text)
+        return NetAgent(game, player_evaluator(ckpt.model, game, search, 1, device), spec.text)
+    trees = player_trees(spec, game, arena)
+    return MctsAgent(game, player_evaluator(ckpt.model, game, search, trees, device), search, rng, noise=False,
+                     temperature=arena.temperature, temperature_moves=arena.temperature_moves,
+                     simulations=spec.simulations or arena.simulations, determinizations=trees, name=spec.text)
+
+
+def player_evaluator(model, game: Game, search: MctsParams, trees: int, device: str = "cpu"):
+    """A player's evaluator: the model itself (not self-play's folded snapshot, so a model card's
+    figures replay bit for bit) in ``search.precision``; with ``trees > 1``, each distinct
+    position of a step once (:func:`tri.evaluator.make_evaluator`'s ``distinct``)."""
+    return make_evaluator(model, game, device, precision=search.precision, symmetrize=search.symmetrize,
+                          distinct=trees > 1)
