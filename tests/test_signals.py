@@ -160,3 +160,34 @@ def test_every_way_of_stopping_the_loop_leaves_a_project_that_goes_on(tmp_path):
     statuses = sorted(loop_runs(root).values())
     assert statuses == ["FINISHED"] + ["KILLED"] * len(SCENARIOS), statuses
     assert list(home.iterdir()) == []
+
+
+def test_an_interrupt_python_could_not_raise_in_a_callback_is_raised_again(capfd):
+    """A Ctrl-C that lands while a weakref callback runs raises there, where Python only prints
+    "Exception ignored in" and goes on (a real ``tri loop`` went on to its next generation so,
+    its later Ctrl-Cs ignored by design): :func:`stop_on_signals` raises it again, silently, in
+    the code it was meant to stop."""
+    import weakref
+
+    from tri.cli.common import stop_on_signals
+
+    class Thing:
+        pass
+
+    def callback(_ref):
+        os.kill(os.getpid(), signal.SIGINT)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:  # the handler runs here, inside the callback
+            pass
+
+    with pytest.raises(KeyboardInterrupt):
+        with stop_on_signals():
+            thing = Thing()
+            ref = weakref.ref(thing, callback)  # noqa: F841 (kept alive: its callback must run)
+            del thing
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:  # raised again here
+                pass
+            pytest.fail("the interrupt was swallowed by the callback and not raised again")
+    assert "Exception ignored" not in capfd.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -57,7 +58,13 @@ def stop_on_signals():
     staging folder is removed; the loop's shards in flight stop, its flow runs are marked crashed
     on the Prefect server, still up in its own session, its MLflow run KILLED, the lock released,
     the server stopped last); later ones are ignored, so the shutdown finishes. While a flow runs,
-    Prefect's own SIGTERM handler raises ``TerminationSignal`` instead, which unwinds the same way."""
+    Prefect's own SIGTERM handler raises ``TerminationSignal`` instead, which unwinds the same way.
+
+    A signal that lands while Python runs a weakref callback or a ``__del__`` raises its
+    KeyboardInterrupt there, where Python cannot propagate it: it prints "Exception ignored in"
+    with a traceback and goes on (a ``tri loop`` went on to its next generation that way). Such
+    an interrupt reaches ``sys.unraisablehook``; the hook installed here swallows it silently and
+    sends the signal again from a helper thread, so it is raised at the next ordinary bytecode."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -68,9 +75,18 @@ def stop_on_signals():
             stopping.set()
             raise KeyboardInterrupt
 
+    def unraisable(info):
+        if isinstance(info.exc_value, KeyboardInterrupt) and stopping.is_set():
+            stopping.clear()  # it never reached the code it was meant to stop: deliver it again
+            threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT)).start()
+            return
+        previous_hook(info)
+
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         for sig, handler in previous.items():
             signal.signal(sig, handler)
