@@ -71,11 +71,11 @@ def distinct_rows(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np
     m = len(planes)
     key = np.concatenate([np.ascontiguousarray(planes).reshape(m, -1).view(np.uint8),
                           np.ascontiguousarray(legal).reshape(m, -1).view(np.uint8)], axis=1)
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # the pairs in order of first appearance
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    return first[order], rank[inverse.reshape(-1)]
+    index: dict[bytes, int] = {}  # a row's bytes -> its pair's index in rows (np.unique on rows is far slower)
+    back = np.fromiter((index.setdefault(row.tobytes(), len(index)) for row in key), np.int64, count=m)
+    rows = np.full(len(index), m, np.int64)
+    np.minimum.at(rows, back, np.arange(m))
+    return rows, back
 
 
 def _averaged_symmetries(game) -> tuple:
