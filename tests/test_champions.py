@@ -246,19 +246,20 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
     card = champions.champion("connect4")[1]
     agent = players.make_agent(parse_spec("champion", game="connect4"), game, params.mcts, params.arena,
                                np.random.default_rng(0))
-    assert seen[-1] == {"precision": card.mcts.precision, "symmetrize": True, "distinct": False}
+    assert seen[-1] == {"precision": card.mcts.precision, "symmetrize": True, "distinct": False, "fast": False}
     assert agent.params == card.mcts
     players.make_agent(parse_spec(str(champions.champion("connect4")[0]), game="connect4"), game, params.mcts,
                        params.arena, np.random.default_rng(0))
     assert seen[-1]["symmetrize"] is False
-    # Several trees per move (the triangle champion's card): each distinct position once a step.
+    # Several trees per move (the triangle champion's card): each distinct position once a step,
+    # through the folded snapshot.
     params = recipe_params("triangle")
     game = make_game(params.game)
     card = champions.champion("triangle")[1]
     agent = players.make_agent(parse_spec("champion", game="triangle"), game, params.mcts, params.arena,
                                np.random.default_rng(0))
     assert card.determinizations > 1 and agent.determinizations == card.determinizations
-    assert seen[-1] == {"precision": "float32", "symmetrize": False, "distinct": True}
+    assert seen[-1] == {"precision": "float32", "symmetrize": False, "distinct": True, "fast": True}
     players.make_agent(parse_spec("mcts:" + str(champions.champion("triangle")[0]) + ":32x1", game="triangle"),
                        game, params.mcts, params.arena, np.random.default_rng(0))
-    assert seen[-1]["distinct"] is False
+    assert seen[-1]["distinct"] is False and seen[-1]["fast"] is False

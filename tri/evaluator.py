@@ -72,10 +72,13 @@ def distinct_rows(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np
     key = np.concatenate([np.ascontiguousarray(planes).reshape(m, -1).view(np.uint8),
                           np.ascontiguousarray(legal).reshape(m, -1).view(np.uint8)], axis=1)
     index: dict[bytes, int] = {}  # a row's bytes -> its pair's index in rows (np.unique on rows is far slower)
-    back = np.fromiter((index.setdefault(row.tobytes(), len(index)) for row in key), np.int64, count=m)
-    rows = np.full(len(index), m, np.int64)
-    np.minimum.at(rows, back, np.arange(m))
-    return rows, back
+    first: list[int] = []
+    back = np.empty(m, np.int64)
+    for i, row in enumerate(key):
+        back[i] = j = index.setdefault(row.tobytes(), len(index))
+        if j == len(first):  # a pair not seen before
+            first.append(i)
+    return np.array(first, np.int64), back
 
 
 def _averaged_symmetries(game) -> tuple:

@@ -155,8 +155,9 @@ def remeasure(game: str, *, simulations: int | None = None, determinizations: in
     champion whose training project is gone gets a better search. Raises :class:`TriError`."""
     folder = Path(folder or champions_dir())
     path, card = champion(game, folder)
-    search = card.search if search is None else _in_float32(Params(**card.params).mcts, search)
-    play_search(Params(**card.params).mcts, search)  # checked before anything runs
+    mcts = Params(**card.params).mcts
+    search = card.search if search is None else _in_float32(mcts, search)
+    play_search(mcts, search)  # checked before anything runs
     card = card.model_copy(update={
         "simulations": simulations or card.simulations,
         "determinizations": determinizations or card.determinizations,
