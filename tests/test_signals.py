@@ -4,8 +4,8 @@ Each scenario runs ``tri loop --generations 2`` as a user would (its own session
 server), lets generation 1 of that run finish, then signals it in the middle of the next
 generation's self-play or training:
 
-- SIGINT to the process group (a terminal's Ctrl-C reaches every process in it), SIGINT to the
-  process, SIGTERM: it exits within seconds with one line and status 130, no traceback, the
+- SIGINT to the process group (a terminal's Ctrl-C reaches every process in it), SIGTERM to the
+  process alone (one handler takes SIGINT and SIGTERM): it exits within seconds with one line and status 130, no traceback, the
   loop's MLflow run KILLED;
 - SIGKILL: it cannot clean up; the Prefect server it started dies with it, and the next start
   marks the MLflow run it left RUNNING as KILLED and its flow runs as Crashed.
@@ -40,10 +40,11 @@ from tests.test_flow import git, new_project
 SLOW = with_section(with_section(with_section(PARAMS, "selfplay", games=96, concurrent=8, max_moves=30),
                                  "train", max_steps=400, samples_per_position=100.0),
                     "arena", rule="mean", threshold=-1e9)
-# Ctrl-C (SIGINT to the group) in both phases; SIGTERM and SIGINT to the process alone, one phase
-# each (one handler takes both); SIGKILL in both (what it leaves behind differs by phase).
-SCENARIOS = [("INT", "group", "selfplay"), ("INT", "group", "train"), ("TERM", "process", "selfplay"),
-             ("INT", "process", "train"), ("KILL", "process", "selfplay"), ("KILL", "process", "train")]
+# Ctrl-C (SIGINT to the group) in self-play, SIGTERM to the process alone in training (one handler
+# takes both signals, and each phase is stopped by one of them); SIGKILL in both (what it leaves
+# behind differs by phase).
+SCENARIOS = [("INT", "group", "selfplay"), ("TERM", "process", "train"), ("KILL", "process", "selfplay"),
+             ("KILL", "process", "train")]
 STOPPED = "tri loop: stopped; the generation in flight was not recorded (run tri loop again to redo it)"
 
 

@@ -55,13 +55,14 @@ def test_plan_file_round_trip(tmp_path):
 
 
 def test_dvc_reads_every_plan_as_written(tmp_path):
-    """Generations 0..10,000 through the file tri writes and the loader DVC uses for ``vars``
-    (YAML 1.2, where a bare ``0008`` is the integer 8): ``gen`` stays the zero-padded string."""
+    """Generations 0..299 and the digit boundaries up to 10,001 through the file tri writes and
+    the loader DVC uses for ``vars`` (YAML 1.2, where a bare ``0008`` is the integer 8; YAML 1.1
+    read ``0010``..``0017`` as octal): ``gen`` stays the zero-padded string."""
     from dvc.fs import LocalFileSystem
     from dvc.parsing.context import Context
 
     fs, path = LocalFileSystem(), str(layout.plan_path(tmp_path))
-    for g in range(10_001):
+    for g in [*range(300), 777, 999, 1000, 1001, 7777, 8888, 9999, 10_000, 10_001]:
         plan = versioning.Plan(g, f"models/candidates/gen-{max(g - 1, 0):04d}.pt", "models/gen-0000.pt")
         versioning.write_plan(tmp_path, plan)
         context = Context.load_from(fs, path)
