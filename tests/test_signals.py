@@ -5,8 +5,8 @@ server), lets generation 1 of that run finish, then signals it in the middle of 
 generation's self-play or training:
 
 - SIGINT to the process group (a terminal's Ctrl-C reaches every process in it), SIGTERM to the
-  process alone (one handler takes SIGINT and SIGTERM): it exits within seconds with one line and status 130, no traceback, the
-  loop's MLflow run KILLED;
+  process alone (one handler takes SIGINT and SIGTERM): it exits within seconds with one line and
+  status 130, no traceback, the loop's MLflow run KILLED;
 - SIGKILL: it cannot clean up; the Prefect server it started dies with it, and the next start
   marks the MLflow run it left RUNNING as KILLED and its flow runs as Crashed.
 

@@ -1,10 +1,10 @@
 """Soak: 12 tiny generations through the versioned flow in a git + DVC project.
 
 After each generation: git has exactly the tags ``tri/gen-0001`` .. ``tri/gen-N``, ``dvc status``
-and ``git status`` are clean, and the plan names generation N. Then, at the tags of generations
-past 8 (DVC once read the plan's ``gen: 0008`` as the integer 8, so every project died at
-generation 8, and again at 9, 18, 19, ...), ``dvc checkout && dvc repro --force`` re-creates the
-generation byte for byte. (``test_versioning`` reads every plan up to 10,000 through DVC's loader;
+and ``git status`` are clean, and the plan names generation N. Then, at the tag of generation 9
+(DVC once read the plan's ``gen: 0008`` as the integer 8, so every project died at generation 8,
+and again at 9, 18, 19, ...), ``dvc checkout && dvc repro --force`` re-creates the generation
+byte for byte. (``test_versioning`` reads every plan up to 10,000 through DVC's loader;
 this runs the whole loop past the first of those generations.)
 
 Every generation is promoted (threshold -1e9), so each plays a new model; MLflow is off (tested
