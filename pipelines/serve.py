@@ -275,12 +275,20 @@ def run(runner, stopper: Stopper) -> None:
 @contextmanager
 def prefect_api(url: str) -> Iterator[None]:
     """Point this process (and the flow runs it starts) at the server ``url``, also when prefect
-    was imported (and read its settings) before; the previous setting is back on exit."""
+    was imported (and read its settings) before, in every thread; the previous setting is back
+    on exit.
+
+    Prefect's settings are a context variable that falls back to the process-wide settings it
+    read at import. A thread started without a copy of the context (the arena's paired games,
+    logging from them to the flow run) sees only those; without an API URL there, Prefect would
+    start an ephemeral server of its own for that thread's first call. So the process-wide
+    settings are read again from the environment too, not only the context's."""
     old = os.environ.get("PREFECT_API_URL")
     os.environ["PREFECT_API_URL"] = url
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     try:
+        _refresh_process_settings()
         with temporary_settings(updates={PREFECT_API_URL: url}):
             yield
     finally:
@@ -288,6 +296,18 @@ def prefect_api(url: str) -> Iterator[None]:
             os.environ.pop("PREFECT_API_URL", None)
         else:
             os.environ["PREFECT_API_URL"] = old
+        _refresh_process_settings()
+
+
+def _refresh_process_settings() -> None:
+    """Prefect's process-wide settings read again from the environment (see :func:`prefect_api`)."""
+    from prefect import context
+
+    refresh = getattr(context, "refresh_global_settings_context", None)
+    if refresh is not None:
+        refresh()
+    else:  # older Prefect 3 releases lack it; this is what it does
+        context.GLOBAL_SETTINGS_CONTEXT = context.root_settings_context()
 
 
 def mlflow_links(root: Path, address: str) -> list[tuple[str, str]]:

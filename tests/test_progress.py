@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 
+import psutil
 import pytest
 
 from tests.pipeline_fixtures import PARAMS, save_model, with_section
@@ -97,8 +98,29 @@ TABLE_ROW = re.compile(r"^\s+\d+\s+-?\d+\.\d\d\s+(\d+\.\d|reused)\s+")
 PROGRESS = re.compile(r"^  gen-\d{4} (self-play|reanalyse|train|arena)\s+\d+/\d+ (games|folders|steps)(  .*)?  \d+:\d\d(  done)?$")
 
 
+def prefect_servers(pid: int) -> set[str]:
+    """The command lines of the Prefect servers among ``pid``'s descendants: the loop's own
+    (``prefect server start``) and any ephemeral one (uvicorn serving Prefect's ``create_app``)."""
+    found = set()
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return found
+    for child in children:
+        try:
+            line = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if "prefect server start" in line or "prefect.server.api.server:create_app" in line:
+            found.add(line)
+    return found
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_tri_loop_shows_progress_and_only_its_own_lines_when_not_on_a_terminal(tmp_path):
+    """Also with two workers (the arena's paired games on two threads): no thread of the loop
+    reports to a Prefect server of its own (Prefect's ephemeral one, started by a thread that
+    did not see the loop's server), which is how a run once got a second server."""
     from pipelines.loop import HEADER
 
     root, home = new_project(tmp_path / "project"), tmp_path / "home"
@@ -107,14 +129,17 @@ def test_tri_loop_shows_progress_and_only_its_own_lines_when_not_on_a_terminal(t
     (root / "params.yaml").write_text(dump_params(slow))
     git(root, "commit", "-q", "-am", "params for a generation that takes a few seconds")
     proc = subprocess.Popen([sys.executable, "-m", "tri.cli", "loop", "--root", str(root), "--generations", "1"],
-                            cwd=tmp_path, env=loop_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            cwd=tmp_path, env={**loop_env(home), "TRI_WORKERS": "2"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines = []  # (seconds since start, line) as the loop printed them
+    servers = set()  # the loop's Prefect servers seen, by command line
     start = time.monotonic()
     for line in proc.stdout:
         lines.append((time.monotonic() - start, line.rstrip("\n")))
+        servers |= prefect_servers(proc.pid)
     err = proc.stderr.read()
     assert proc.wait(timeout=300) == 0, err[-3000:]
+    assert len(servers) == 1 and "prefect server start" in next(iter(servers)), servers
     text = [line for _, line in lines]
     assert text[0] == HEADER, text
     assert text[-1] == "loop stops: 1 generation(s) done", text
