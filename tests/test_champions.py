@@ -206,9 +206,11 @@ def test_a_card_s_search_settings_go_over_its_params():
 
     plain = champions.champion("tictactoe")[1]
     assert plain.search == {} and plain.mcts == Params(**plain.params).mcts
-    triangle = champions.champion("triangle")[1]  # trained in bfloat16, plays in float32
-    assert Params(**triangle.params).mcts.precision == "bfloat16" and triangle.search == {"precision": "float32"}
-    assert triangle.mcts == Params(**triangle.params).mcts.model_copy(update={"precision": "float32"})
+    triangle = champions.champion("triangle")[1]  # trained in bfloat16 one leaf a call, plays in float32, 4
+    trained = Params(**triangle.params).mcts
+    assert trained.precision == "bfloat16" and trained.leaves_per_step == 1
+    assert triangle.search == {"precision": "float32", "leaves_per_step": 4}
+    assert triangle.mcts == trained.model_copy(update={"precision": "float32", "leaves_per_step": 4})
     card = champions.champion("connect4")[1]  # remeasured with its search settings over its params
     trained = Params(**card.params).mcts
     assert card.search and not trained.solver and not trained.gumbel and not trained.symmetrize
