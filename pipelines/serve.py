@@ -283,12 +283,13 @@ def prefect_api(url: str) -> Iterator[None]:
     logging from them to the flow run) sees only those; without an API URL there, Prefect would
     start an ephemeral server of its own for that thread's first call. So the process-wide
     settings are read again from the environment too, not only the context's."""
-    old = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = url
+    from prefect import context
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
+    old, process_wide = os.environ.get("PREFECT_API_URL"), context.GLOBAL_SETTINGS_CONTEXT
+    os.environ["PREFECT_API_URL"] = url
     try:
-        _refresh_process_settings()
+        context.GLOBAL_SETTINGS_CONTEXT = context.root_settings_context()  # read from the environment
         with temporary_settings(updates={PREFECT_API_URL: url}):
             yield
     finally:
@@ -296,18 +297,7 @@ def prefect_api(url: str) -> Iterator[None]:
             os.environ.pop("PREFECT_API_URL", None)
         else:
             os.environ["PREFECT_API_URL"] = old
-        _refresh_process_settings()
-
-
-def _refresh_process_settings() -> None:
-    """Prefect's process-wide settings read again from the environment (see :func:`prefect_api`)."""
-    from prefect import context
-
-    refresh = getattr(context, "refresh_global_settings_context", None)
-    if refresh is not None:
-        refresh()
-    else:  # older Prefect 3 releases lack it; this is what it does
-        context.GLOBAL_SETTINGS_CONTEXT = context.root_settings_context()
+        context.GLOBAL_SETTINGS_CONTEXT = process_wide  # as it was (Prefect's test harness sets its own)
 
 
 def mlflow_links(root: Path, address: str) -> list[tuple[str, str]]:
