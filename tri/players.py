@@ -211,9 +211,9 @@ def player_evaluator(model, game: Game, search: MctsParams, trees: int, device: 
     """A player's evaluator, in ``search.precision``. One tree: the model itself, as the arena's
     gate evaluates. Several trees (``trees > 1``, a chance game's costly move): each distinct
     position of a step once (:func:`tri.evaluator.make_evaluator`'s ``distinct``), through
-    self-play's folded snapshot (``fast``): the triangle champion's move on an AVX2 CPU took 95
-    ms against 166 through the model itself (README, Benchmarks), and its card's 200 games came
-    out the same seed for seed. Either way the figures replay bit for bit on one machine, and a
+    self-play's folded snapshot (``fast``): the triangle champion's move on an AVX2 CPU, one leaf
+    per network call, took 95 ms against 166 through the model itself (README, Benchmarks), and
+    its card's 200 games came out the same seed for seed. Either way the figures replay bit for bit on one machine, and a
     model card is measured through the same evaluator as ``tri play`` uses."""
     return make_evaluator(model, game, device, precision=search.precision, symmetrize=search.symmetrize,
                           distinct=trees > 1, fast=trees > 1)
