@@ -8,18 +8,18 @@ start to end. An interrupted loop continues after the last recorded decision.
 
 :func:`run` is what ``tri loop`` calls: it first cleans up after a loop that was killed (its
 Prefect server, its MLflow runs left RUNNING, a generation decided but not committed), then runs
-:func:`loop_flow` against a Prefect server of its own (unless ``PREFECT_API_URL`` names one),
-started in its own session and dying with this process (:mod:`pipelines.processes`), so Ctrl-C
-reaches the loop first and the server records how the runs ended before it is stopped.
+:func:`loop_flow` against a Prefect server of its own (unless ``PREFECT_API_URL`` names one:
+:mod:`pipelines.loop_server`), started in its own session and dying with this process
+(:mod:`pipelines.processes`), so Ctrl-C reaches the loop first and the server records how the
+runs ended before it is stopped.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -30,10 +30,11 @@ from prefect.client.schemas.objects import StateType
 from prefect.exceptions import TerminationSignal
 from prefect.states import Crashed
 
-from pipelines import processes, serve, story
+from pipelines import serve, story
+from pipelines.loop_server import LoopServer, loop_server
 from pipelines.generation import configured
 from tri.config import Runtime, project_params
-from tri.record import runs, stores, versioning
+from tri.record import runs, versioning
 
 HEADER = ("generation  self-play mean  positions/s  loss    candidate  best    promoted  best model  seconds  "
           "orchestration")
@@ -106,13 +107,11 @@ def _loop(project: Path, params_file: str | None, generations: int | None, minut
 
 def recover(root: Path) -> list[str]:
     """Clean up after a loop of this project that was killed without unwinding (SIGKILL, a
-    power cut): stop the Prefect server it started if it still runs, mark its MLflow runs left
-    RUNNING as KILLED, and commit a generation it decided but did not commit. Call with the
-    project lock held. Returns one line per thing done, for the person watching."""
+    power cut): mark its MLflow runs left RUNNING as KILLED, and commit a generation it decided
+    but did not commit (:func:`pipelines.loop_server.loop_server` stops the Prefect server it
+    left). Call with the project lock held. Returns one line per thing done, for the person
+    watching."""
     done = []
-    server = processes.stop_recorded(server_record(root))
-    if server is not None:
-        done.append(f"stopped the {server} a killed tri loop left running")
     if Runtime().tracking:
         closed = runs.close_stale_runs(root)
         if closed:
@@ -139,41 +138,23 @@ def crash_stale_flow_runs(root: Path) -> int:
     return marked
 
 
-def server_record(root: Path) -> Path:
-    """Where the loop notes the Prefect server it started (see :func:`pipelines.processes.record`)."""
-    return stores.prefect_home(root) / "loop-server.json"
-
-
-@contextmanager
-def prefect_server(root: Path) -> Iterator[str]:
-    """The Prefect API this process's flows report to, while inside: ``PREFECT_API_URL`` if set
-    (``tri serve``'s server, or any), else a server started here for the loop (no UI), its
-    state in the project's ``PREFECT_HOME``. Raises :class:`tri.errors.TriError` if it does
-    not start."""
-    url = os.environ.get("PREFECT_API_URL")
-    if url:
-        yield url
-        return
-    service = serve.prefect_service(root, processes.free_port(), ui=False)
-    with processes.running([service], root, die_with_parent=True, records=[server_record(root)]):
-        with serve.prefect_api(f"{service.address}/api"):
-            yield f"{service.address}/api"
-
-
 def run(root: Path, params_file: str | None = None, *, generations: int | None = None,
         minutes: float | None = None, plateau: int | None = None,
-        echo: Callable[[str], None] = print, terminal: bool = False) -> list[dict]:
+        echo: Callable[[str], None] = print, terminal: bool = False,
+        server: LoopServer | None = None) -> list[dict]:
     """``tri loop``: recover from a killed loop, then run :func:`loop_flow` against a Prefect
     server (see the module docstring), printing a row per generation and, between rows, the
     progress of the generation in flight (bars on a ``terminal``, else a line per stage every
-    10 s: :func:`pipelines.story.showing_progress`). Call
+    10 s: :func:`pipelines.story.showing_progress`). ``server``: one the caller launched (with
+    the project lock held) while it imported this module; default: launched here. Call
     :func:`tri.record.stores.configure` first. A stopped loop raises ``KeyboardInterrupt`` or Prefect's
     ``TerminationSignal`` after everything it started has ended."""
     root = Path(root).resolve()
-    with versioning.project_lock(root):
-        for line in recover(root):
+    with versioning.project_lock(root), (nullcontext(server) if server else loop_server(root)) as server:
+        for line in server.notes + recover(root):
             echo(f"note: {line}")
-        with prefect_server(root):
+        url = server.ready()
+        with serve.prefect_api(url) if server.own else nullcontext():
             crashed = crash_stale_flow_runs(root)
             if crashed:
                 echo(f"note: marked {crashed} Prefect flow run(s) a killed tri loop left running as Crashed")

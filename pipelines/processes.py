@@ -164,13 +164,15 @@ def stop(proc: subprocess.Popen, grace: float = STOP_GRACE) -> None:
 def running(services: list[Service], cwd: Path, timeout: float = STARTUP_TIMEOUT,
             launching: Callable[[], AbstractContextManager] = nullcontext, *,
             die_with_parent: bool = False, records: list[Path] | None = None,
-            ready: Callable[[Service, float], None] | None = None) -> Iterator[list[subprocess.Popen]]:
+            ready: Callable[[Service, float], None] | None = None,
+            wait: bool = True) -> Iterator[list[subprocess.Popen]]:
     """Start ``services`` at once, wait until all answer, yield their processes, and on exit
     (or a failed start) stop them in the order given. ``launching()`` is entered around the
     launches: hold signals back there, because an interrupt inside ``Popen``, after the fork
     but before it returns, would leave a server nobody stops. ``records[i]``: where to keep
     the pid record of ``services[i]`` while it runs (see :func:`record`). ``ready``: see
-    :func:`wait_ready`."""
+    :func:`wait_ready`. ``wait=False``: yield as soon as they are launched (the caller does
+    other work while they boot, then calls :func:`wait_ready`)."""
     with ExitStack() as stack:
         started = []
         with launching():
@@ -184,7 +186,8 @@ def running(services: list[Service], cwd: Path, timeout: float = STARTUP_TIMEOUT
                 if records:
                     stack.callback(records[i].unlink, missing_ok=True)
                 stack.callback(stop, proc)
-        wait_ready(started, timeout, ready)
+        if wait:
+            wait_ready(started, timeout, ready)
         yield [proc for _, proc in started]
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import polars as pl
 import pytest
@@ -176,6 +178,16 @@ def test_stop_conditions():
     assert should_stop(rows, 60.0, generations=4, minutes=1, plateau=None) == "1 minute(s) passed"
     assert should_stop(rows, 10.0, generations=None, minutes=None, plateau=2) == "no promotion in 2 generation(s)"
     assert should_stop(rows, 10.0, generations=None, minutes=None, plateau=3) is None
+
+
+def test_the_loops_server_launches_before_prefect_is_imported():
+    """``tri loop`` launches its Prefect server, then imports the loop (Prefect and the flows,
+    5-9 s) while the server boots: the module that launches it must not import Prefect itself."""
+    code = ("import sys; import pipelines.loop_server; "
+            "print(sorted(m for m in ('prefect', 'mlflow', 'pipelines.loop', 'pipelines.generation') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
 
 
 def test_cli_curve(loop):

@@ -75,19 +75,23 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
     # Fail fast, before a Prefect server starts or anything is written (the flow checks them again).
     check_params(project_params(root, params_file), workers=Runtime().workers)
     versioning.check_params_file(root, params_file)
-    with versioning.project_lock(root):
-        pass
-    stores.configure(root)
-    # Prefect reads its settings when it is imported: import it (and the flows) only now that
-    # they point into the project.
-    from prefect.exceptions import TerminationSignal  # noqa: I001 (after stores.configure)
-    from pipelines import loop  # after stores.configure, as above
-
     try:
-        with stop_on_signals():
-            loop.run(root, params_file, generations=generations, minutes=minutes, plateau=plateau,
-                     echo=click.echo, terminal=sys.stdout.isatty())
-    except (KeyboardInterrupt, TerminationSignal):
+        with stop_on_signals(), versioning.project_lock(root):
+            stores.configure(root)
+            from pipelines.loop_server import loop_server  # light: no prefect, no torch
+
+            with loop_server(root) as server:
+                # Prefect reads its settings when it is imported: import it (and the flows) only now
+                # that they point into the project, while the loop's server boots.
+                from prefect.exceptions import TerminationSignal  # noqa: I001 (after stores.configure)
+                from pipelines import loop  # after stores.configure, as above
+
+                try:
+                    loop.run(root, params_file, generations=generations, minutes=minutes, plateau=plateau,
+                             echo=click.echo, terminal=sys.stdout.isatty(), server=server)
+                except TerminationSignal:  # Prefect's SIGTERM while a flow runs: stopped alike
+                    raise KeyboardInterrupt from None
+    except KeyboardInterrupt:
         click.echo("tri loop: stopped; the generation in flight was not recorded (run tri loop again to "
                    "redo it)", err=True)
         raise click.exceptions.Exit(130) from None
