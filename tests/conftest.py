@@ -10,6 +10,21 @@ import pytest
 from tri.games.triangle.game import TriangleGame
 
 
+# The slowest modules, slowest first (seconds a module took in a full run with two workers on this
+# 2-core machine, 2026-11-27): flow 429, soak 234, signals 231, champions 171, loop 129, serve 115,
+# outside 76, tracking 59, progress 57, bench 55, selfplay 53, arena 45; every other module under
+# 45. pyproject's ``--dist loadscope`` keeps each module on one xdist worker (its module fixtures
+# are built once, not once per worker) and ``--no-loadscope-reorder`` hands modules out in the
+# order below: the long ones start first, and the short ones fill in, so both workers end together.
+SLOWEST_FIRST = ("test_flow", "test_soak", "test_signals", "test_champions", "test_loop", "test_serve",
+                 "test_outside", "test_tracking", "test_progress", "test_bench", "test_selfplay", "test_arena")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.module.__name__.rpartition(".")[2], len(rank)))  # stable
+
+
 def pytest_addoption(parser):
     parser.addoption("--record-hashes", action="store_true",
                      help="test_behaviour: print each case's file hashes instead of comparing them")
