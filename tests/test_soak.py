@@ -1,7 +1,9 @@
 """Soak: 12 tiny generations through the versioned flow in a git + DVC project.
 
-After each generation: git has exactly the tags ``tri/gen-0001`` .. ``tri/gen-N``, ``dvc status``
-and ``git status`` are clean, and the plan names generation N. Then, at the tag of generation 9
+One loop runs them (as ``tri loop --generations 12`` does). Then git has exactly the tags
+``tri/gen-0001`` .. ``tri/gen-0012``, one commit each, each on the one before, each with the plan
+of its own generation and the decision log up to it; ``dvc status`` and ``git status`` are
+clean. Then, at the tag of generation 9
 (DVC once read the plan's ``gen: 0008`` as the integer 8, so every project died at generation 8,
 and again at 9, 18, 19, ...), ``dvc checkout && dvc repro --force`` re-creates the generation
 byte for byte. (``test_versioning`` reads every plan up to 10,000 through DVC's loader;
@@ -14,6 +16,7 @@ in ``test_flow``) to keep the generations fast.
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 import time
 from pathlib import Path
@@ -46,43 +49,42 @@ def _files(root: Path, generation: int) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def soaked(tmp_path_factory, prefect_server):
-    """The project after 12 generations, run one at a time, with what was seen after each."""
+    """The project after one loop of 12 generations (as ``tri loop --generations 12`` runs them),
+    or the error that stopped it."""
     root = new_project(tmp_path_factory.mktemp("soak") / "project")
-    seen = []
-    for n in range(1, GENERATIONS + 1):
-        t0 = time.perf_counter()
-        try:  # a generation that raises, or a check that does, is reported by the tests
-            results = run_generations(root, ALWAYS, 1)
-            seen.append({"generation": n, "results": [(r["generation"], r["promoted"]) for r in results],
-                         "tags": git(root, "tag", "--list", "tri/*").split(),
-                         "dvc_status_clean": versioning.dvc_status_clean(root),
-                         "git_status": git(root, "status", "--porcelain"),
-                         "plan": versioning.read_plan(root).generation,
-                         "seconds": round(time.perf_counter() - t0, 1)})
-        except Exception as exc:
-            seen.append({"generation": n, "error": f"{type(exc).__name__}: {exc}"})
-            break
-    return {"root": root, "seen": seen}
+    t0 = time.perf_counter()
+    try:  # a loop that raises is reported by the tests
+        results, error = run_generations(root, ALWAYS, GENERATIONS), None
+    except Exception as exc:
+        results, error = [], f"{type(exc).__name__}: {exc}"
+    return {"root": root, "results": results, "error": error, "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def _completed(soaked) -> None:
-    last = soaked["seen"][-1]
-    assert len(soaked["seen"]) == GENERATIONS and "error" not in last, f"stopped at generation {last}"
+    assert soaked["error"] is None, f"the loop stopped: {soaked['error']}"
+    assert [(r["generation"], r["promoted"]) for r in soaked["results"]] == [(n, True) for n in range(1, GENERATIONS + 1)]
 
 
 def test_every_generation_is_tagged_and_clean(soaked):
-    print("seconds per generation:", [s.get("seconds") for s in soaked["seen"]])
-    for s in map(dict, soaked["seen"]):
-        n = s.pop("generation")
-        s.pop("seconds", None)
-        assert s == {"results": [(n, True)], "tags": [_tag(g) for g in range(1, n + 1)], "dvc_status_clean": True,
-                     "git_status": "", "plan": n}, f"after generation {n}"
+    print("seconds:", soaked["seconds"], "per generation:", [round(r["seconds"], 1) for r in soaked["results"]])
     _completed(soaked)
     root = soaked["root"]
+    assert git(root, "tag", "--list", "tri/*").split() == [_tag(g) for g in range(1, GENERATIONS + 1)]
+    assert git(root, "status", "--porcelain") == ""
+    assert versioning.dvc_status_clean(root)
+    assert versioning.read_plan(root).generation == GENERATIONS
     assert versioning.next_generation(root) == GENERATIONS + 1
-    # Each tag's plan names its own generation (the zero-padded ``gen`` DVC interpolates).
-    for g in (8, 9, 10, 11, 12):
+    for g in range(1, GENERATIONS + 1):
+        # Each tag's plan names its own generation (the zero-padded ``gen`` DVC interpolates), its
+        # decision log ends with it, and its commit is the previous tag's child: one commit per
+        # generation, recording its lock file, its plan and its decision.
         assert versioning.parse_plan(git(root, "show", f"{_tag(g)}:models/generation.yaml")).generation == g
+        log = git(root, "show", f"{_tag(g)}:models/promotions.jsonl").splitlines()
+        assert [json.loads(line)["generation"] for line in log] == list(range(1, g + 1))
+        if g > 1:
+            assert git(root, "rev-parse", f"{_tag(g)}^").strip() == git(root, "rev-parse", f"{_tag(g - 1)}^{{commit}}").strip()
+            changed = git(root, "diff", "--name-only", _tag(g - 1), _tag(g)).split()
+            assert {"dvc.lock", "models/generation.yaml", "models/promotions.jsonl"} <= set(changed), (g, changed)
 
 
 @pytest.mark.parametrize("generation", [9])
