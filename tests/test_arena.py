@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -186,6 +190,37 @@ def test_checkpoint_players_are_deterministic_across_worker_counts(tmp_path):
     assert one.a.name == str(a) and one.b.name == f"mcts:{b}:3"
     net = arena.run(params, f"net:{a}", "greedy", runtime=ONE)
     assert net.a.name == f"net:{a}" and len(net.scores_a) == 6
+
+
+def test_an_interrupted_paired_arena_stops_both_players_at_once(tmp_path):
+    """Ctrl-C while the paired players play on their two threads (here a signal whose handler
+    raises, as Ctrl-C's does): the arena raises within moments and both threads end at their
+    next move. Python cannot interrupt a thread, so before they were told to stop, the pool
+    waited for both to play every game (``tri loop`` stopped in an arena: up to two minutes)."""
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    a, b = tmp_path / "a.pt", tmp_path / "b.pt"
+    save_model(a, seed=1)
+    save_model(b, seed=2)
+    params = with_section(PARAMS, "arena", games=16, simulations=64, max_moves=1000)  # about 11 s uninterrupted
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGUSR1))
+    try:
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(Interrupted):
+            arena.run(params, str(a), str(b), runtime=Runtime(workers=2, device="cpu"))
+        seconds = time.monotonic() - start
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, previous)
+    assert seconds < 4.0, seconds
+    assert [t.name for t in threading.enumerate() if t.name.startswith("paired")] == []
 
 
 # ---- pairing: both players see the same draws ---------------------------------------------------

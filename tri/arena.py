@@ -20,6 +20,8 @@ the device ``TRI_DEVICE`` resolves to (:func:`tri.device.resolve_device`), torch
 from __future__ import annotations
 
 import math
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from tri import atomic
 from tri.arena_result import ArenaResult, PlayerReport
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
-from tri.episodes import run_episodes
+from tri.episodes import Stopped, run_episodes
 from tri.errors import TriError
 from tri.games import make_game
 from tri.games.base import sample_legal
@@ -196,17 +198,37 @@ def play_paired(game, ap, agent_a, agent_b, seeds: np.ndarray, m: Meter, paralle
     """A single-player game's two agents each play every seed (``arena.concurrent`` games in
     flight, cut at ``arena.max_moves``), counted into ``m`` as players 0 and 1: ``(episodes_a,
     episodes_b)``. ``parallel``: on two threads at once; the two share nothing (each its own
-    agent and generator, torch on one thread each), so the result is the same either way."""
+    agent and generator, torch on one thread each), so the result is the same either way.
+
+    An interruption of the calling thread (Ctrl-C, SIGTERM) while the two threads play, or an
+    error in one of them, stops both at their next move (Python cannot interrupt a thread, and
+    the pool waits for its threads before the interruption can go on: ``tri loop`` stopped in
+    an arena used to play it to the end, about two minutes in a real generation)."""
+    stop = threading.Event()
 
     def play(k: int, agent):
         with torch_threads():  # in each thread: OpenMP's thread count is a per-thread setting
             return run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                                **counting(m, k))
+                                stop=stop.is_set, **counting(m, k))
 
     if not parallel:
         return play(0, agent_a), play(1, agent_b)
     with ThreadPoolExecutor(2, thread_name_prefix="paired") as pool:
-        ea, eb = pool.map(play, (0, 1), (agent_a, agent_b))
+        futures = [pool.submit(play, 0, agent_a), pool.submit(play, 1, agent_b)]
+        try:
+            # Polled in short sleeps: a signal's handler runs in this thread once it wakes, and a
+            # sleep is where it raises cleanly (see pipelines.generation._play_shards).
+            while not all(f.done() for f in futures):
+                if any(f.done() and f.exception() is not None for f in futures):
+                    stop.set()  # one player failed: the other stops at its next move
+                time.sleep(0.05)
+            errors = [f.exception() for f in futures if f.exception() is not None]
+            if errors:  # the failure, not the other player's Stopped
+                raise next((e for e in errors if not isinstance(e, Stopped)), errors[0])
+            ea, eb = futures[0].result(), futures[1].result()
+        except BaseException:
+            stop.set()
+            raise
     return ea, eb
 
 
