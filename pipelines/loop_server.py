@@ -45,17 +45,17 @@ class LoopServer:
 @contextmanager
 def loop_server(root: Path) -> Iterator[LoopServer]:
     """Launch the loop's Prefect server and yield at once, without waiting for it (see
-    :class:`LoopServer`); stop it on exit. First stops the server a killed loop of this project
-    left running, if that very process still runs. Call after
+    :class:`LoopServer`); stop it on exit. First (whichever server the loop will use) stops the
+    server a killed loop of this project left running, if that very process still runs. Call after
     :func:`tri.record.stores.configure`, with the project lock held."""
-    url = os.environ.get("PREFECT_API_URL")
-    if url:
-        yield LoopServer(url, own=False)
-        return
     notes = []
     stale = processes.stop_recorded(server_record(root))
     if stale is not None:
         notes.append(f"stopped the {stale} a killed tri loop left running")
+    url = os.environ.get("PREFECT_API_URL")
+    if url:
+        yield LoopServer(url, own=False, notes=notes)
+        return
     service = prefect_service(root, processes.free_port(), ui=False)
     with processes.running([service], root, die_with_parent=True, records=[server_record(root)],
                            wait=False) as (proc,):
