@@ -156,6 +156,23 @@ def test_dvc_repro_is_byte_identical(project, tmp_path):
     assert dvc(root, "status").stdout.strip().endswith("up to date.")
 
 
+def test_recording_a_generation_leaves_earlier_archives_as_they_were(project, tmp_path):
+    """A generation's record commits dvc.yaml's stages only: an archived output of an earlier
+    generation that changed since is reported by ``dvc status``, not silently re-recorded."""
+    root = tmp_path / "clone"
+    shutil.copytree(project["root"], root, symlinks=True)
+    archive = root / "data/train/gen-0001.dvc"
+    before = archive.read_bytes()
+    losses = root / "data/train/gen-0001/losses.csv"
+    changed = losses.with_name("changed.csv")
+    changed.write_bytes(losses.read_bytes() + b"999,0,0,0\n")
+    changed.replace(losses)  # a new file: the DVC cache's copy is untouched
+    versioning.record(root)
+    assert archive.read_bytes() == before
+    assert not versioning.dvc_status_clean(root)
+    assert git(root, "status", "--porcelain") == ""  # dvc.lock rewritten as it was
+
+
 _KILLED_WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
