@@ -1,8 +1,9 @@
 """Stopping ``tri loop`` every way a person or a machine does, in a git + DVC project with MLflow on.
 
-Each scenario runs ``tri loop --generations 2`` as a user would (its own session, its own Prefect
-server), lets generation 1 of that run finish, then signals it in the middle of the next
-generation's self-play or training:
+Each scenario runs ``tri loop`` as a user would (its own session, its own Prefect server) and
+signals it in the middle of generation 2's self-play or training, as its progress lines show
+(the first run finishes generation 1 first; every later run redoes generation 2 from what the
+one before it left: finished shards are kept, the rest played again):
 
 - SIGINT to the process group (a terminal's Ctrl-C reaches every process in it), SIGTERM to the
   process alone (one handler takes SIGINT and SIGTERM): it exits within seconds with one line and
@@ -11,9 +12,8 @@ generation's self-play or training:
   marks the MLflow run it left RUNNING as KILLED and its flow runs as Crashed.
 
 Afterwards no process the run started is alive, the lock is free, the best model loads, the
-interrupted generation left no decision, every finished one its git tag, and the next run (the
-next scenario's, then a last one) completes a generation; at the end ``git status`` and
-``dvc status`` are clean.
+interrupted generation left no decision and generation 1 its git tag; a last run completes
+generation 2, and then ``git status`` and ``dvc status`` are clean.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -42,9 +43,12 @@ SLOW = with_section(with_section(with_section(PARAMS, "selfplay", games=96, conc
                     "arena", rule="mean", threshold=-1e9)
 # Ctrl-C (SIGINT to the group) in self-play, SIGTERM to the process alone in training (one handler
 # takes both signals, and each phase is stopped by one of them); SIGKILL in both (what it leaves
-# behind differs by phase).
-SCENARIOS = [("INT", "group", "selfplay"), ("TERM", "process", "train"), ("KILL", "process", "selfplay"),
+# behind differs by phase). Self-play first: once a run has played all its shards, the next reuses
+# them.
+SCENARIOS = [("INT", "group", "selfplay"), ("KILL", "process", "selfplay"), ("TERM", "process", "train"),
              ("KILL", "process", "train")]
+# The progress line a phase prints when it starts (tri.progress: the first report is at once).
+STARTED = {"selfplay": "gen-0002 self-play", "train": "gen-0002 train"}
 STOPPED = "tri loop: stopped; the generation in flight was not recorded (run tri loop again to redo it)"
 
 
@@ -77,6 +81,17 @@ def wait_until(condition, timeout: float, proc: subprocess.Popen, what: str) -> 
         time.sleep(0.05)
 
 
+def read_lines(stream, into: list[str]) -> threading.Thread:
+    """Collect ``stream``'s lines into ``into`` on a thread (a loop's progress, as it prints it)."""
+    def read():
+        for line in stream:
+            into.append(line)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
 def loop_runs(root: Path) -> dict[str, str]:
     from mlflow import MlflowClient
 
@@ -99,33 +114,32 @@ def test_every_way_of_stopping_the_loop_leaves_a_project_that_goes_on(tmp_path):
     (root / "params.yaml").write_text(dump_params(SLOW))
     git(root, "commit", "-q", "-am", "params for a slower generation")
     env = loop_env(home)
-    done = 0  # generations recorded
-    for sig, target, phase in SCENARIOS:
-        runs_before = loop_runs(root) if done else {}
+    done, g = 1, 2  # the first run records generation 1; every run is stopped in generation 2
+    folder = layout.selfplay_dir(root, g)
+    for n, (sig, target, phase) in enumerate(SCENARIOS):
+        runs_before = loop_runs(root) if n else {}
         proc = subprocess.Popen([sys.executable, "-m", "tri.cli", "loop", "--root", str(root), "--generations", "2"],
                                 cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
+        lines: list[str] = []
+        reader = read_lines(proc.stdout, lines)
         try:
-            # The run goes on where the last stopped: its first generation completes.
-            wait_until(lambda: versioning.next_generation(root) == done + 2, 300, proc, "a generation")
-            done += 1
-            g = done + 1
-            folder = layout.selfplay_dir(root, g)
+            wait_until(lambda: any(STARTED[phase] in line for line in lines), 300, proc, phase)
+            time.sleep(0.5)
             if phase == "selfplay":
-                wait_until(lambda: folder.is_dir(), 60, proc, "self-play")
-                time.sleep(0.5)
                 assert len(layout.shard_paths(folder)) < SLOW.selfplay.shards, "self-play ended before the signal"
             else:
-                wait_until(lambda: len(layout.shard_paths(folder)) == SLOW.selfplay.shards, 120, proc, "training")
-                time.sleep(0.5)
                 assert not layout.candidate_path(root, g).exists(), "training ended before the signal"
+            assert versioning.next_generation(root) == g
             sent = time.monotonic()
             if target == "group":
                 os.killpg(proc.pid, getattr(signal, f"SIG{sig}"))
             else:
                 proc.send_signal(getattr(signal, f"SIG{sig}"))
-            out, err = proc.communicate(timeout=60)
+            _, err = proc.communicate(timeout=60)
             seconds = time.monotonic() - sent
+            reader.join(timeout=10)
+            out = "".join(lines)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -133,7 +147,7 @@ def test_every_way_of_stopping_the_loop_leaves_a_project_that_goes_on(tmp_path):
         what = f"SIG{sig} to the {target} during {phase}"
         # Every finished generation is committed and tagged; the stopped one's plan and archived
         # inputs stay in the work tree until the next run redoes it (checked clean at the end).
-        assert git(root, "tag", "--list", "tri/*").split() == [f"tri/gen-{n:04d}" for n in range(1, done + 1)]
+        assert git(root, "tag", "--list", "tri/*").split() == [f"tri/gen-{k:04d}" for k in range(1, done + 1)]
         if sig == "KILL":
             assert proc.returncode == -signal.SIGKILL
         else:
