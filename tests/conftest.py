@@ -4,6 +4,7 @@ one Prefect test server per session for the flow tests."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -18,6 +19,17 @@ from tri.games.triangle.game import TriangleGame
 # order below: the long ones start first, and the short ones fill in, so both workers end together.
 SLOWEST_FIRST = ("test_flow", "test_soak", "test_signals", "test_champions", "test_loop", "test_serve",
                  "test_outside", "test_tracking", "test_progress", "test_bench", "test_selfplay", "test_arena")
+
+
+def pytest_configure(config):
+    """Python's bytecode cache on, for this process and every process the tests start (xdist's
+    workers, ``tri`` commands, loops, servers): the test command installs with ``pip install
+    --no-compile`` (compiling every installed module took about 100 s of CI's install), so each
+    module is compiled once, when first imported, and cached in its ``__pycache__``; where the
+    environment sets ``PYTHONDONTWRITEBYTECODE`` (as some containers do), every one of the
+    suite's hundreds of processes would otherwise compile its imports again."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
 
 
 def pytest_collection_modifyitems(config, items):
