@@ -4,9 +4,10 @@ The real command runs one tiny generation of a fresh git + DVC project (its own 
 Prefect server, MLflow on) from another, empty folder, with ``HOME`` and ``TMPDIR`` pointing at
 empty folders and no tool's settings in the environment. Every call that creates or writes a
 file is traced (``strace -f --seccomp-bpf``: only the traced calls stop the process, so the
-command runs at about its own speed, 58 s against 226 s alone with every call stopped); the only paths allowed outside the project are the few listed
-in :func:`allowed`, each with its reason. Without strace, a scan for files changed after the
-start (under ``HOME``, ``TMPDIR``, ``/var/tmp`` and ``/tmp``) stands in.
+command runs near its own speed, 58 s against 226 s alone with every call stopped); the only
+paths allowed outside the project are the few listed in :func:`allowed`, each with its reason.
+Without strace, a scan for files changed after the start (under ``HOME``, ``TMPDIR``,
+``/var/tmp`` and ``/tmp``) stands in.
 """
 
 from __future__ import annotations
@@ -226,7 +227,8 @@ def test_the_command_writes_nothing_outside_the_project(tmp_path):
     marker = tmp_path / "marker"
     marker.touch()
     if STRACE:
-        command = [STRACE, "-f", "--seccomp-bpf", "-qq", "-y", "-e", f"trace={CALLS},{CWD_CALLS}", "-o", str(log), *command]
+        command = [STRACE, "-f", "--seccomp-bpf", "-qq", "-y", "-e", f"trace={CALLS},{CWD_CALLS}",
+                   "-o", str(log), *command]
     proc = subprocess.run(command, cwd=elsewhere, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
