@@ -125,7 +125,8 @@ def test_metrics_file(setup):
     metrics = json.loads(setup["metrics"].read_text())
     # No wall time in the file: a rerun must write the same bytes (dvc repro).
     assert set(metrics) == {"generation", "steps", "window_positions", "new_positions", "loss",
-                            "policy_loss", "value_loss", "model_id", "reanalysed_positions", "reanalysed_change"}
+                            "policy_loss", "value_loss", "model_id", "reanalysed_positions", "reanalysed_change",
+                            "afterstate_positions"}
     assert metrics["reanalysed_positions"] == 0  # train.reanalyse is off (tests/test_reanalyse.py)
     result = setup["result"]
     positions = len(setup["episodes"].positions)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, \
     YamlConfigSettingsSource
 
@@ -124,6 +124,15 @@ class MctsParams(BaseModel):
                                                           "(progressive widening); the edge's visits and "
                                                           "value combine its outcomes'; 1: one draw per "
                                                           "edge (the search as before)")
+    afterstates: bool = Field(False, description="games with random draws (triangle): a move whose step "
+                                                 "draws (the refill) ends its path in the tree at the "
+                                                 "afterstate, the position before the draw, valued by "
+                                                 "the network on it (no shapes in hand): the expected "
+                                                 "value over every draw instead of one sampled draw's; "
+                                                 "training then also learns that value (one afterstate "
+                                                 "per drawing move, its target the next position's; "
+                                                 "0 where the draw ended the game); not with "
+                                                 "chance_outcomes > 1")
     symmetrize: bool = Field(False, description="evaluate each position together with its images under "
                                                  "the game's symmetries (Connect Four's mirror; 7 on a "
                                                  "square board) in the same network call, and search on "
@@ -131,6 +140,14 @@ class MctsParams(BaseModel):
                                                  "(1 + symmetries)x the network's work per simulation; "
                                                  "not for a game whose action map depends on the position "
                                                  "(Santorini)")
+
+
+    @model_validator(mode="after")
+    def _one_way_with_chance(self) -> MctsParams:
+        if self.afterstates and self.chance_outcomes > 1:
+            raise ValueError("afterstates and chance_outcomes > 1 both decide what follows a draw in the tree: "
+                             "choose one")
+        return self
 
 
 class SelfplayParams(BaseModel):

@@ -52,6 +52,14 @@ and ``N`` visits (pending ones counted) adds outcome ``k + 1`` while ``k < C`` a
 so a rarely visited edge keeps its depth), else takes the least visited outcome (ties: the
 first), which keeps the outcomes' visits, equally likely samples, about equal. Determinizations
 combine with it (``K`` trees, each with chance nodes).
+
+**Afterstates** (``mcts.afterstates``, stochastic games with ``game.afterstate``; not with chance
+nodes). A path ends at an edge whose step drew: its new node is an *afterstate leaf*, valued by
+the network on ``game.afterstate`` of its state (the triangle: the board with no shapes in hand),
+which estimates the expected value over every draw rather than one sampled draw's (and a draw
+that ended the game there is just one of them). The node is then stopped at like a terminal one:
+a later visit backs up the same value, and the tree never searches past a draw. Its edge's
+reward is the step's (the triangle's ``alive`` term depends on the draw: +0.005 at most).
 """
 
 from __future__ import annotations
@@ -82,8 +90,9 @@ class Tree:
     ``num_legal`` of its row (-1 = not listed: selection scans the node's ``prior`` row, as for a
     tree built by hand); visits [B, N] int32; virtual [B, N] int32 (pending visits);
     value_sum [B, N] float64 (side to move at the node); reward [B, N] float32 (edge into the
-    node); terminal [B, N] bool; exact [B, N] int8 (the solver's proven value from the side to
-    move, -1, 0 or 1; ``UNKNOWN`` = not proven); parent [B, N] int32; num_nodes [B] int32;
+    node); terminal [B, N] bool (with ``mcts.afterstates``, afterstate leaves too); exact [B, N]
+    int8 (the solver's proven value from the side to move, -1, 0 or 1; ``UNKNOWN`` = not proven);
+    parent [B, N] int32; num_nodes [B] int32;
     qmin, qmax [B] float64 (range of action values seen, single-player normalisation);
     next_outcome [B, N] int32 (the next outcome of the same chance edge, -1: none; ``children``
     points to an edge's first outcome) and chance [B, N] bool (the step into the node drew from
@@ -245,6 +254,9 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
     leaves = params.leaves_per_step
     batch, two_player = roots.shape[0], game.num_players == 2
     outcomes = params.chance_outcomes if game.stochastic else 1
+    afterstates = params.afterstates and game.stochastic
+    if afterstates and not hasattr(game, "afterstate"):
+        raise ValueError(f"mcts.afterstates: the game {game.name} has no afterstate()")
     tree = Tree.empty(batch, sims + 1, game.state_size, game.num_actions)
     if game.stochastic:
         roots = game.reseed(roots, rng.integers(0, 2**62, size=batch))
@@ -274,6 +286,7 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
     no_prior = np.zeros((0, game.num_actions), np.float32)
     no_legal = np.zeros((0, game.num_actions), bool)
     no_value = np.zeros(0, np.float32)
+    no_after = np.zeros(batch * leaves, bool)
     done = 0
     while done < sims:
         if gumbel is not None:
@@ -294,12 +307,18 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
                 parent_states[fresh] = game.reseed(parent_states[fresh], seeds)
             step = game.step(parent_states, actions)
             drew = np.zeros(new_b.size, bool)
-            if outcomes > 1:  # a game that does not say which steps drew: every step may have
+            if outcomes > 1 or afterstates:  # a game that does not say which steps drew: every step may have
                 drew = np.ones(new_b.size, bool) if step.chance is None else step.chance
+            after = drew if afterstates else no_after[:new_b.size]
             live = _store(tree.states, tree.reward, tree.terminal, tree.exact, tree.chance, new_b, new_node,
-                          step.states, step.reward, step.terminal, drew, rows)
+                          step.states, step.reward, step.terminal, drew if outcomes > 1 else no_after[:new_b.size],
+                          after, rows)
             if live:
                 states = step.states if live == new_b.size else step.states[rows >= 0]
+                if afterstates and after.any():  # valued before the draw, over every draw
+                    states = states.copy()
+                    at = after[rows >= 0]
+                    states[at] = game.afterstate(states[at])
                 leaf_prior, leaf_legal, leaf_value = evaluate(states)
         _backup(tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual, tree.value_sum,
                 tree.reward, tree.terminal, tree.exact, tree.children, tree.parent, tree.qmin, tree.qmax, new_b,

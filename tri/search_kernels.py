@@ -172,20 +172,24 @@ def _leaves(states, parent, out_leaf, out_kind, out_action):
 
 @nb.njit(cache=True, nogil=True)
 def _store(states, reward, terminal, exact, chance, new_b, new_node, step_states, step_reward, step_terminal,
-           step_chance, rows):
+           step_chance, step_after, rows):
     """Write the new leaves' states, rewards and terminal flags (a terminal one's exact value is 0)
     into the trees, ``chance [B, N]`` where ``step_chance [M]`` says a step drew from the chance
-    stream, and ``rows [M]``: each leaf's row among the non-terminal ones (evaluated in that
-    order), -1 for a terminal one. Returns how many are non-terminal."""
+    stream, and ``rows [M]``: each leaf's row among the ones to evaluate (in that order), -1 for a
+    terminal one. ``step_after [M]`` (``mcts.afterstates``) marks afterstate leaves: evaluated
+    (on the state before the draw, whatever the draw did, game over included), then stopped at
+    like a terminal node, with no exact value: a later visit backs up the value it holds
+    (:func:`_backup`). Returns how many leaves are to be evaluated."""
     live = 0
     for m in range(new_b.shape[0]):
         b, node = new_b[m], new_node[m]
         states[b, node] = step_states[m]
         chance[b, node] = chance[b, node] or step_chance[m]
         reward[b, node] = step_reward[m]
-        terminal[b, node] = step_terminal[m]
-        exact[b, node] = 0 if step_terminal[m] else UNKNOWN
-        if step_terminal[m]:
+        ended = step_terminal[m] and not step_after[m]
+        terminal[b, node] = step_terminal[m] or step_after[m]
+        exact[b, node] = 0 if ended else UNKNOWN
+        if ended:
             rows[m] = -1
         else:
             rows[m] = live
@@ -227,8 +231,9 @@ def _backup(prior, legal_actions, num_legal, visits, virtual, value_sum, reward,
     ``leaf_prior``, ``leaf_legal [E, A]`` and ``leaf_value [E]``: its priors are written (illegal ->
     -1) with the list of its legal actions (``legal_actions``, ``num_legal``), and its value backed
     up; a terminal one (``rows[m] < 0``) gets no priors (an empty list) and backs up 0. An existing
-    terminal leaf backs up 0, a proven one its exact value (its priors set to -1, its list emptied:
-    selection stops at it)."""
+    terminal leaf backs up 0, an afterstate (terminal, no exact value: :func:`_store`) its own
+    mean value, a proven one its exact value (its priors set to -1, its list emptied: selection
+    stops at it)."""
     A = prior.shape[2]
     for m in range(new_b.shape[0]):
         b, node, r = new_b[m], new_node[m], rows[m]
@@ -256,7 +261,12 @@ def _backup(prior, legal_actions, num_legal, visits, virtual, value_sum, reward,
             for a in range(A):
                 prior[b, node, a] = -1.0
             num_legal[b, node] = 0
-        g = 0.0 if exact[b, node] == UNKNOWN else np.float64(exact[b, node])
+        if exact[b, node] != UNKNOWN:
+            g = np.float64(exact[b, node])
+        elif terminal[b, node] and visits[b, node] > 0:  # an afterstate: its value again
+            g = value_sum[b, node] / visits[b, node]
+        else:
+            g = 0.0
         _backup_path(prior, visits, virtual, value_sum, reward, exact, children, parent, qmin, qmax, b, node, g,
                      discount, two_player, solver)
 

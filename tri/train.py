@@ -39,6 +39,7 @@ import torch.nn.functional as F
 
 from tri import atomic, layout
 from tri import reanalyse as reanalysis
+from tri.afterstates import afterstate_rows
 from tri.config import Params, Runtime
 from tri.device import resolve_device, resolve_precision, torch_threads, training_autocast
 from tri.errors import TriError
@@ -62,6 +63,7 @@ class TrainResult:
     model_id: str
     reanalysed_positions: int = 0  # value targets train.reanalyse recomputed
     reanalysed_change: float = 0.0  # their mean change (new - recorded): > 0, the newer network expects more
+    afterstate_positions: int = 0  # afterstate rows mcts.afterstates added to the window (tri.afterstates)
 
     def to_json(self) -> str:
         """The metrics file: everything but the wall time, so a rerun writes the same bytes."""
@@ -70,6 +72,8 @@ class TrainResult:
 
 # Loading holds a row about three times: the files' frames, their concatenation, the numpy arrays.
 _ROW_COPIES = 3
+# Columns :func:`tri.afterstates.afterstate_rows` reads, beside ``state`` and ``value_target``.
+_AFTER_COLUMNS = ["game", "move", "action"]
 
 
 def window_row_bytes(game) -> int:
@@ -78,20 +82,22 @@ def window_row_bytes(game) -> int:
     return _ROW_COPIES * (8 * game.state_size + 5 * game.num_actions + 4)
 
 
-def _load_window(game, folders: list[Path], reanalyse=None,
-                 progress: Report | None = None) -> tuple[dict[str, np.ndarray], int, int, float]:
+def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | None = None,
+                 afterstates: bool = False) -> tuple[dict[str, np.ndarray], int, int, float, int]:
     """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``,
-    ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; and, with
+    ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; with
     ``reanalyse(folder, positions, states) -> (targets, changed)`` (:func:`_reanalyser`) applied
     to every folder but the last (``progress`` hears of each), how many targets it recomputed and
-    their mean change."""
+    their mean change; and with ``afterstates`` (``mcts.afterstates``), after the positions, each
+    folder's afterstate rows (:mod:`tri.afterstates`: no legal action, no policy) and how many."""
 
     paths_per_folder = [layout.shard_paths(f) for f in folders]
     for folder, paths in zip(folders, paths_per_folder):
         if not paths:
             raise TriError(f"self-play folder {folder}: no shards found")
     rows = sum(count_positions(paths, game) for paths in paths_per_folder)
-    check_memory(rows * window_row_bytes(game),
+    # Afterstates add a row per drawing move: a third of the triangle puzzle's (a cycle of three).
+    check_memory(rows * window_row_bytes(game) * (4 if afterstates else 3) // 3,
                  f"train.window: {plural(len(folders), 'self-play folder')} "
                  f"{'holds' if len(folders) == 1 else 'hold'} {rows:,} positions, about {{need}} once loaded",
                  "train on fewer folders (lower train.window) or smaller ones (lower selfplay.games)")
@@ -99,19 +105,26 @@ def _load_window(game, folders: list[Path], reanalyse=None,
     import polars as pl
 
     frames, reanalysed, change = [], 0, 0.0
+    after_states, after_targets = [], []
     bar = meter("reanalyse", len(folders) - 1, "folders", progress) if reanalyse and len(folders) > 1 else None
     for k, (folder, paths) in enumerate(zip(folders, paths_per_folder)):
         older = reanalyse is not None and k < len(folders) - 1
-        frame = read_positions(paths, game, list(dict.fromkeys(columns + (reanalysis.COLUMNS if older else []))),
-                               validate=True)
+        extra = (reanalysis.COLUMNS if older else []) + (_AFTER_COLUMNS if afterstates else [])
+        frame = read_positions(paths, game, list(dict.fromkeys(columns + extra)), validate=True)
+        states = frame["state"].to_numpy().astype(np.uint64, copy=False) if older or afterstates else None
         if older:
-            states = frame["state"].to_numpy().astype(np.uint64, copy=False)
             targets, changed = reanalyse(folder, frame, states)
             reanalysed += int(changed.sum())
             change += float((targets[changed] - frame["value_target"].to_numpy()[changed]).sum())
-            frame = frame.select(columns).with_columns(value_target=pl.Series(targets))
+            frame = frame.with_columns(value_target=pl.Series(targets))
             bar.advance()
-        frames.append(frame)
+        if afterstates:
+            after, target = afterstate_rows(game, states, frame["action"].to_numpy(), frame["game"].to_numpy(),
+                                            frame["move"].to_numpy(), frame["value_target"].to_numpy(),
+                                            where=f"self-play folder {folder}")
+            after_states.append(after)
+            after_targets.append(target)
+        frames.append(frame.select(columns))
     if bar is not None:
         bar.close()
     new = len(frames[-1])
@@ -120,7 +133,13 @@ def _load_window(game, folders: list[Path], reanalyse=None,
             "legal": df["legal"].to_numpy().astype(bool, copy=False),
             "policy": df["policy"].to_numpy().astype(np.float32, copy=False),
             "value_target": df["value_target"].to_numpy().astype(np.float32, copy=False)}
-    return data, new, reanalysed, change / reanalysed if reanalysed else 0.0
+    added = sum(len(t) for t in after_targets)
+    if added:
+        data = {"state": np.concatenate([data["state"], *after_states]),
+                "legal": np.concatenate([data["legal"], np.zeros((added, game.num_actions), bool)]),
+                "policy": np.concatenate([data["policy"], np.zeros((added, game.num_actions), np.float32)]),
+                "value_target": np.concatenate([data["value_target"], *after_targets])}
+    return data, new, reanalysed, change / reanalysed if reanalysed else 0.0, added
 
 
 def _reanalyser(params: Params, game, best: Checkpoint, device: str):
@@ -177,8 +196,10 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     best = load_checkpoint(model, game)
     parent_id = best.model_id  # before training changes the weights
     generation = best.generation + 1 if generation is None else generation
-    window, new, reanalysed, change = _load_window(game, [Path(d) for d in data],
-                                                   _reanalyser(params, game, best, device), progress)
+    afterstates = params.mcts.afterstates and game.stochastic
+    window, new, reanalysed, change, added = _load_window(game, [Path(d) for d in data],
+                                                          _reanalyser(params, game, best, device), progress,
+                                                          afterstates)
     size = window["state"].shape[0]
     steps = min(tp.max_steps, max(1, math.ceil(new * tp.samples_per_position / tp.batch_size)))
     rng = np.random.default_rng([tp.seed, generation])
@@ -197,6 +218,7 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     bar = meter("train", steps, "steps", progress, lambda v, done, seconds: f"loss {v['loss']:.4f}")
     for step in range(steps):
         batch = _minibatch(game, symmetries, window, rng.integers(0, size, size=tp.batch_size), rng)
+        batch["afterstates"] = added > 0
         lr = _lr(step, steps, tp)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -218,12 +240,13 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
                            provenance=provenance, optimizer=state if device == "cpu" else on_cpu(state))
     save_checkpoint(candidate, out)
     tail = rows[-max(1, len(rows) // 10):]
-    result = TrainResult(generation=generation, steps=steps, window_positions=size, new_positions=new,
+    result = TrainResult(generation=generation, steps=steps, window_positions=size - added, new_positions=new,
                          seconds=time.perf_counter() - start,
                          loss=float(np.mean([r[2] for r in tail])),
                          policy_loss=float(np.mean([r[3] for r in tail])),
                          value_loss=float(np.mean([r[4] for r in tail])), model_id=candidate.model_id,
-                         reanalysed_positions=reanalysed, reanalysed_change=change)
+                         reanalysed_positions=reanalysed, reanalysed_change=change,
+                         afterstate_positions=added)
     if metrics is not None:
         atomic.write_text(metrics, result.to_json() + "\n")
     if losses is not None:
@@ -259,8 +282,13 @@ def _losses(net, game, tp, batch: dict[str, np.ndarray], device: str):
         logits, value_out = net(tensor("x"))
     logits, value_out = logits.float(), value_out.float()  # no-ops in float32
     target_v = tensor("value_target")
-    log_p = torch.log_softmax(logits.masked_fill(~tensor("legal"), -1e9), dim=1)
-    policy_loss = -(tensor("policy") * log_p).sum(dim=1).mean()
+    legal = tensor("legal")
+    log_p = torch.log_softmax(logits.masked_fill(~legal, -1e9), dim=1)
+    policy_loss = -(tensor("policy") * log_p).sum(dim=1)
+    if batch.get("afterstates"):  # their rows have no legal action and no policy target: not counted
+        policy_loss = policy_loss.sum() / legal.any(dim=1).sum().clamp(min=1)
+    else:
+        policy_loss = policy_loss.mean()
     if game.num_players == 1:
         target = two_hot(target_v, net.params.support_max, net.params.support_eps)
         value_loss = -(target * torch.log_softmax(value_out, dim=1)).sum(dim=1).mean()

@@ -15,6 +15,9 @@ Vocabulary (used with these meanings everywhere in tri):
 - **chance**: a stochastic game (the triangle puzzle's shape draws) keeps each state's chance
   stream inside the state. ``reseed`` replaces that stream, so a search can plan with draws of its
   own and never see the real game's future.
+- **afterstate** (optional, stochastic games): ``afterstate(states) -> [B, L]`` gives states a
+  drawing step produced as they were before the draw (the triangle puzzle: every slot empty), so
+  a network can value the position over every draw at once (``mcts.afterstates``).
 - **outcome** (two-player zero-sum games): the reward of the final move, +1 for a win, 0 for a
   draw, from the view of the player who made it; the side to move then alternates, so the
   value of a state for the side to move is the negation of the previous mover's.

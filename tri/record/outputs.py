@@ -153,7 +153,8 @@ def _train_metrics(inputs: Inputs) -> list[tuple[str, float, int]]:
                     f"{TRAINING_MORE}/{'learning rate' if k == 'lr' else _words(k)}"
                 out.append((name, float(v), step))
     t = inputs.train
-    for k in ("steps", "window_positions", "new_positions", "reanalysed_positions", "reanalysed_change"):
+    for k in ("steps", "window_positions", "new_positions", "reanalysed_positions", "reanalysed_change",
+              "afterstate_positions"):
         if isinstance(t.get(k), (int, float)):
             out.append((f"{TRAINING_MORE}/{_words(k)}", float(t[k]), 0))
     if isinstance(t.get("seconds"), (int, float)):

@@ -339,6 +339,17 @@ class TriangleGame:
         k.reseed_batch(new, np.ascontiguousarray(seeds, dtype=np.int64), self.geometry.num_words)
         return new
 
+    def afterstate(self, states: np.ndarray) -> np.ndarray:
+        """``[B, L] -> [B, L]``: states a drawing step produced (``Transition.chance``), as they were
+        before the draw: the board kept, every slot empty, not over (the draw decides that). The
+        network reads one as a position with no shapes in hand; its value is the expected value
+        over the draws (``mcts.afterstates``)."""
+        new = states.copy()
+        w = self.geometry.num_words
+        new[:, w + 2:] = 0
+        new[:, w + 1] &= ~np.uint64(k.GAME_OVER)
+        return new
+
     def symmetries(self) -> tuple[Symmetry, ...]:
         """None. The board's mirror images map the board to itself, but not the template set
         (template 15 mirrored is no template), so a mirrored position has different future
