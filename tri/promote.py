@@ -136,12 +136,13 @@ def run(arena: Path, candidate: Path, best: Path, *, rejected: Path, log: Path,
         generation: int | None = None) -> PromoteResult:
     """Promote ``candidate`` to ``best`` if the arena result ``arena`` says so, else copy it to
     ``rejected``; append the decision to ``log`` (paths relative to its project)."""
-    # tri.net imports torch (~2 s): only when a decision is applied, not when pools are read.
-    from tri.net import load_checkpoint
-
     result = load_result(arena)
     if not Path(candidate).is_file():
         raise TriError(f"candidate {candidate}: file not found")
+    # tri.net imports torch (~2 s): only when a decision is applied, not when pools are read or
+    # the inputs are missing.
+    from tri.net import load_checkpoint
+
     ckpt = load_checkpoint(candidate)  # refuse to promote a damaged file
     root = layout.log_root(log)
     entries = read_log(log)

@@ -1,6 +1,8 @@
 """The stage commands that ``dvc.yaml`` runs, one per stage: ``tri init``, ``tri selfplay``,
 ``tri train``, ``tri arena``, ``tri promote``. Each parses its options and calls its stage's one
-function (the same function the Prefect flow's tasks and the tests call)."""
+function (the same function the Prefect flow's tasks and the tests call), importing its stage's
+module when it runs: a command that stops at a bad option or file says so before torch loads,
+and ``tri promote`` never loads it."""
 
 from __future__ import annotations
 
@@ -8,13 +10,12 @@ from pathlib import Path
 
 import click
 
-from tri import arena, layout, promote, selfplay, train
+from tri import layout
 from tri.cli.common import PARAMS_OPTION, PROGRESS_OPTION, progress_report
 from tri.cli.players import GAME_OPTION, params_for_players
 from tri.config import Runtime, load_params
 from tri.errors import TriError
 from tri.games import GAMES, make_game
-from tri.net import initial_checkpoint, save_checkpoint, started_checkpoint
 
 
 @click.command("init")
@@ -32,6 +33,9 @@ def init_cmd(game_name: str | None, out: Path, source: Path | None, params_path:
     params = load_params(params_path)
     if game_name is not None and game_name != params.game.name:
         raise TriError(f"--game {game_name} but params.yaml selects game.name: {params.game.name}")
+    # loads torch: once the options are checked
+    from tri.net import initial_checkpoint, save_checkpoint, started_checkpoint
+
     game = make_game(params.game)
     ckpt = (initial_checkpoint(game, params.net) if source is None
             else started_checkpoint(game, params.net, source))
@@ -51,6 +55,7 @@ def init_cmd(game_name: str | None, out: Path, source: Path | None, params_path:
 @PARAMS_OPTION
 def selfplay_cmd(model: Path, out: Path, generation: int | None, progress: bool, params_path: Path | None) -> None:
     """Play selfplay.games games with search and write Parquet shards."""
+    from tri import selfplay  # loads torch: once the options are checked
 
     result = selfplay.run(load_params(params_path), model, out, generation=generation, runtime=Runtime(),
                           progress=progress_report(progress))
@@ -89,6 +94,8 @@ def train_cmd(model: Path, data: tuple[Path, ...], root: Path | None, out: Path,
         if generation is None:
             raise TriError("tri train: --root needs --generation")
         data = tuple(layout.window_dirs(root, generation, params.train.window))
+    from tri import train  # loads torch: once the options are checked
+
     r = train.run(params, model, list(data), out, generation=generation, metrics=metrics,
                   losses=losses, progress=progress_report(progress))
     click.echo(f"train: generation {r.generation}, {r.steps} steps on {r.window_positions} positions "
@@ -134,6 +141,8 @@ def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: i
             raise click.UsageError(f"--names {names!r}: expected two names separated by a comma, e.g. candidate,best")
         labels = (parts[0].strip(), parts[1].strip())
     params = params_for_players(params_path, game_name, [a, b])
+    from tri import arena  # loads torch: once the options are checked
+
     arena.print_result(arena.run(params, a, b, games=games, seed=seed, generation=generation, out=out,
                                  runtime=Runtime(), labels=labels, progress=progress_report(progress),
                                  opening_moves=opening_moves))
@@ -151,6 +160,7 @@ def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: i
               help="Decision log (JSON lines).")
 def promote_cmd(arena_path: Path, candidate: Path, best: Path, rejected: Path, log: Path) -> None:
     """Apply an arena decision: the candidate becomes the best model, or is kept aside."""
+    from tri import promote  # loads torch only to apply a decision
 
     r = promote.run(arena_path, candidate, best, rejected=rejected, log=log)
     click.echo(f"{'promoted' if r.promoted else 'rejected'}: {candidate} -> {r.kept}")
