@@ -307,12 +307,12 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
                 parent_states[fresh] = game.reseed(parent_states[fresh], seeds)
             step = game.step(parent_states, actions)
             drew = np.zeros(new_b.size, bool)
-            if outcomes > 1 or afterstates:  # a game that does not say which steps drew: every step may have
+            if outcomes > 1 or afterstates:  # a game that does not say which steps drew: any step may have
                 drew = np.ones(new_b.size, bool) if step.chance is None else step.chance
-            after = drew if afterstates else no_after[:new_b.size]
+            none = no_after[:new_b.size]
+            after = drew if afterstates else none
             live = _store(tree.states, tree.reward, tree.terminal, tree.exact, tree.chance, new_b, new_node,
-                          step.states, step.reward, step.terminal, drew if outcomes > 1 else no_after[:new_b.size],
-                          after, rows)
+                          step.states, step.reward, step.terminal, drew if outcomes > 1 else none, after, rows)
             if live:
                 states = step.states if live == new_b.size else step.states[rows >= 0]
                 if afterstates and after.any():  # valued before the draw, over every draw
