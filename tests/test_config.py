@@ -212,6 +212,13 @@ def test_bad_playable(tmp_path):
     assert len(lines) == 1 and "playable row 1" in lines[0]
 
 
+def test_afterstates_and_chance_nodes_are_one_or_the_other(tmp_path):
+    lines = problems(write(tmp_path, "mcts: {afterstates: true, chance_outcomes: 4}\n"))
+    assert lines == ["mcts: afterstates and chance_outcomes > 1 both decide what follows a draw in the tree: "
+                     "choose one"]
+    assert load_params(write(tmp_path, "mcts: {afterstates: true}\n", "ok.yaml")).mcts.afterstates
+
+
 def test_wrong_game_name(tmp_path):
     lines = problems(write(tmp_path, "game: {name: chess}\n"))
     assert len(lines) == 1 and lines[0].startswith("game.name: must be one of")

@@ -141,7 +141,6 @@ class MctsParams(BaseModel):
                                                  "not for a game whose action map depends on the position "
                                                  "(Santorini)")
 
-
     @model_validator(mode="after")
     def _one_way_with_chance(self) -> MctsParams:
         if self.afterstates and self.chance_outcomes > 1:
