@@ -107,7 +107,7 @@ def test_the_policy_loss_skips_afterstate_rows(played):
     mixed = {"x": np.concatenate([batch["x"], game.encode(states[:8])]),
              "policy": np.concatenate([batch["policy"], np.zeros_like(batch["policy"])]),
              "legal": np.concatenate([batch["legal"], np.zeros_like(batch["legal"])]),
-             "value_target": np.concatenate([batch["value_target"], values[:8]]), "afterstates": True}
+             "value_target": np.concatenate([batch["value_target"], values[:8]])}
     alone = train._losses(net, game, PARAMS.train, batch, "cpu")[1]
     with_after = train._losses(net, game, PARAMS.train, mixed, "cpu")[1]
     torch.testing.assert_close(with_after, alone)

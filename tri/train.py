@@ -218,7 +218,6 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     bar = meter("train", steps, "steps", progress, lambda v, done, seconds: f"loss {v['loss']:.4f}")
     for step in range(steps):
         batch = _minibatch(game, symmetries, window, rng.integers(0, size, size=tp.batch_size), rng)
-        batch["afterstates"] = added > 0
         lr = _lr(step, steps, tp)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -285,10 +284,9 @@ def _losses(net, game, tp, batch: dict[str, np.ndarray], device: str):
     legal = tensor("legal")
     log_p = torch.log_softmax(logits.masked_fill(~legal, -1e9), dim=1)
     policy_loss = -(tensor("policy") * log_p).sum(dim=1)
-    if batch.get("afterstates"):  # their rows have no legal action and no policy target: not counted
-        policy_loss = policy_loss.sum() / legal.any(dim=1).sum().clamp(min=1)
-    else:
-        policy_loss = policy_loss.mean()
+    has_policy = legal.any(dim=1)  # afterstate rows (mcts.afterstates) have no legal action, no target
+    policy_loss = policy_loss.mean() if bool(has_policy.all()) else \
+        policy_loss.sum() / has_policy.sum().clamp(min=1)
     if game.num_players == 1:
         target = two_hot(target_v, net.params.support_max, net.params.support_eps)
         value_loss = -(target * torch.log_softmax(value_out, dim=1)).sum(dim=1).mean()
