@@ -146,7 +146,7 @@ def figures_table(result, sp, tr) -> list[dict[str, str]]:
             ("self-play positions/s", f"{sp.positions_per_second:.1f}"),
             ("training steps", f"{tr.steps}"), ("training window (positions)", f"{tr.window_positions:,}"),
             *([("training afterstates (mcts.afterstates)", f"{tr.afterstate_positions:,}")]
-              if getattr(tr, "afterstate_positions", 0) else []),
+              if tr.afterstate_positions else []),
             ("loss (last tenth of the steps)", f"{tr.loss:.4f}"), ("policy loss", f"{tr.policy_loss:.4f}"),
             ("value loss", f"{tr.value_loss:.4f}"),
             ("arena: candidate", f"{result.candidate_mean:.3f}"), ("arena: best", f"{result.best_mean:.3f}"),

@@ -70,6 +70,7 @@ from dataclasses import dataclass
 import numpy as np
 from tri.chance import root_edges
 from tri.config import MctsParams
+from tri.errors import TriError
 from tri.games.base import Game
 from tri.gumbel import GumbelRoot, root_bytes
 from tri.search_kernels import UNKNOWN, _backup, _leaves, _list_legal, _select_outcomes, _store
@@ -256,7 +257,7 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
     outcomes = params.chance_outcomes if game.stochastic else 1
     afterstates = params.afterstates and game.stochastic
     if afterstates and not hasattr(game, "afterstate"):
-        raise ValueError(f"mcts.afterstates: the game {game.name} has no afterstate()")
+        raise TriError(f"mcts.afterstates: the game {game.name} has no afterstate()")
     tree = Tree.empty(batch, sims + 1, game.state_size, game.num_actions)
     if game.stochastic:
         roots = game.reseed(roots, rng.integers(0, 2**62, size=batch))

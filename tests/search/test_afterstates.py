@@ -13,6 +13,7 @@ import pytest
 
 from tests.search.fakes import before_refill, hash_evaluator
 from tri.config import MctsParams
+from tri.errors import TriError
 from tri.search import search
 from tri.search_kernels import UNKNOWN, _store
 
@@ -135,3 +136,17 @@ def test_determinized_trees_with_afterstates(game, one_shape):
     one = search(game, evaluator(game), one_shape[:1], PARAMS, np.random.default_rng(7), noise=False)
     np.testing.assert_array_equal(r.visits, 3 * one.visits)
     np.testing.assert_allclose(r.value, one.value, rtol=1e-6)
+
+
+def test_a_stochastic_game_without_afterstates_is_a_user_error(game, one_shape):
+    """A future game with draws but no ``afterstate()``: one line naming the setting, not a crash
+    inside the tree."""
+
+    class NoAfterstates:  # the triangle's interface without afterstate()
+        def __getattr__(self, name):
+            if name == "afterstate":
+                raise AttributeError(name)
+            return getattr(game, name)
+
+    with pytest.raises(TriError, match="mcts.afterstates: the game triangle has no afterstate"):
+        search(NoAfterstates(), evaluator(game), one_shape, PARAMS, np.random.default_rng(7), noise=False)
