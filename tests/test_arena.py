@@ -11,6 +11,8 @@ import json
 import math
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -403,6 +405,24 @@ def test_cli_arena_refuses_checkpoints_of_another_configuration(tmp_path):
     assert_clean_error(proc, 1, str(other), "configuration")
 
 
+
+@pytest.mark.parametrize("players, message", [
+    (["nobody", "greedy"], "unknown player 'nobody'"),
+    (["greedy", "mcts:missing.pt:8"], "checkpoint missing.pt: file not found"),
+    (["net:missing.pt", "greedy"], "checkpoint missing.pt: file not found"),
+    (["champion:connect4", "greedy"], "plays connect4, but this plays triangle"),
+])
+def test_cli_arena_refuses_bad_players_before_torch_loads(tmp_path, players, message):
+    """A mistyped player is a one-line error in about a second: the specs are parsed and their
+    files checked before the arena (and torch) is imported."""
+    params = write_params(tmp_path / "params.yaml")
+    code = ("import sys; from click.testing import CliRunner; from tri.cli import main; "
+            "r = CliRunner().invoke(main, sys.argv[1:]); print(r.exit_code, 'torch' in sys.modules); print(r.output)")
+    proc = subprocess.run([sys.executable, "-c", code, "arena", *players, "--params", str(params), "--game", "triangle"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    status, rest = proc.stdout.split("\n", 1)
+    assert status == "1 False", proc.stdout + proc.stderr
+    assert message in rest and "Traceback" not in rest
 
 def test_each_generation_gets_fresh_arena_seeds():
     """A best model lucky on one generation's seeds meets the next candidate on new ones."""

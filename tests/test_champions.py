@@ -23,7 +23,7 @@ from tri.config import GameParams, Params, recipe_params
 from tri.errors import TriError
 from tri.games import GAMES
 from tri.net import load_checkpoint
-from tri.players import parse_spec
+from tri.player_specs import parse_spec
 from tri.record.publish import CHECKS, EVALUATIONS, run_command
 
 SHIPPED = champions.CHECKOUT_CHAMPIONS

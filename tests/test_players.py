@@ -14,7 +14,8 @@ import torch
 from tri.agents import MctsAgent
 from tri.errors import TriError
 from tri.games.base import sample_legal
-from tri.players import GreedyAgent, NetAgent, PlayerSpec, RandomAgent, make_agent, parse_spec
+from tri.player_specs import PlayerSpec, parse_spec
+from tri.players import GreedyAgent, NetAgent, RandomAgent, make_agent
 
 from tests.pipeline_fixtures import OTHER_BOARD, PARAMS, game_of, save_model
 

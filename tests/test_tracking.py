@@ -28,7 +28,7 @@ from tri.device import resolve_device, resolve_precision
 from tri.errors import TriError
 from tri.games import make_game
 from tri.net import initial_checkpoint, load_checkpoint, save_checkpoint
-from tri.players import PlayerSpec, parse_spec
+from tri.player_specs import PlayerSpec, parse_spec
 from tri.record import mlstore, outputs, provenance, registry, render, runs
 
 from tests.pipeline_fixtures import PARAMS, PNG_SIGNATURE, game_of, tri_cli, with_section, write_params

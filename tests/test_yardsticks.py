@@ -13,7 +13,8 @@ from tri.errors import TriError
 from tri.games import make_game
 from tri.games.kinrow.connect4 import Connect4Game
 from tri.games.kinrow.mnk import MnkGame
-from tri.players import make_agent, parse_spec
+from tri.player_specs import parse_spec
+from tri.players import make_agent
 from tri.yardsticks import UctAgent, rollouts
 
 

@@ -35,7 +35,8 @@ from tri.episodes import Stopped, run_episodes
 from tri.errors import TriError
 from tri.games import make_game
 from tri.games.base import sample_legal
-from tri.players import check_player_memory, make_agent, parse_spec
+from tri.player_specs import PlayerSpec, parse_spec
+from tri.players import check_player_memory, make_agent
 from tri.progress import Meter, Report, meter
 from tri.resources import arena_batch
 
@@ -124,14 +125,15 @@ def openings(game, seeds: np.ndarray, moves: int) -> np.ndarray | None:
     return out
 
 
-def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int | None = None,
-        generation: int = 0, out: Path | None = None, runtime: Runtime | None = None,
+def run(params: Params, a: str | PlayerSpec, b: str | PlayerSpec, *, games: int | None = None,
+        seed: int | None = None, generation: int = 0, out: Path | None = None, runtime: Runtime | None = None,
         labels: tuple[str, str] | None = None, progress: Report | None = None, opening_moves: int = 0,
         ) -> ArenaResult:
-    """Compare the players named by specs ``a`` and ``b`` (see :mod:`tri.players`) on the seeds
-    of ``seed`` (default ``arena.seed``) and ``generation``. ``labels`` name them in the result
-    (default: the specs), so a caller passing absolute paths can write the same bytes as the
-    command line run from the project folder. ``progress`` hears how far it is: games played,
+    """Compare the players named by specs ``a`` and ``b`` (see :mod:`tri.player_specs`: text, or
+    a spec already parsed for this game) on the seeds of ``seed`` (default ``arena.seed``) and
+    ``generation``. ``labels`` name them in the result (default: the specs' text), so a caller
+    passing absolute paths can write the same bytes as the command line run from the project
+    folder. ``progress`` hears how far it is: games played,
     and each player's running mean (single-player) or A's wins, draws and losses.
     ``opening_moves`` (two-player): each seed's game starts after that many random moves
     (:func:`openings`), played once with each player moving first from there."""
@@ -139,7 +141,7 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
     runtime = runtime or Runtime()
     ap = params.arena
     game = make_game(params.game)
-    spec_a, spec_b = parse_spec(a, game=game.name), parse_spec(b, game=game.name)
+    spec_a, spec_b = (s if isinstance(s, PlayerSpec) else parse_spec(s, game=game.name) for s in (a, b))
     n = games or ap.games
     batch = arena_batch(ap, game, n)
     for spec in (spec_a, spec_b):  # both, before any checkpoint is loaded
@@ -154,7 +156,7 @@ def run(params: Params, a: str, b: str, *, games: int | None = None, seed: int |
         return make_agent(spec, game, params.mcts, ap, rng, device, batch=batch)
 
     agent_a, agent_b = agent(spec_a), agent(spec_b)
-    names = labels or (a, b)
+    names = labels or (spec_a.text, spec_b.text)
     # torch_threads: results must not depend on the machine (float summation order)
     with torch_threads(), progress_meter(game, names, n, progress) as m:
         if opening_moves and game.num_players != 2:

@@ -8,7 +8,7 @@ evaluation with the exact command that produced it. ``GAME.md`` is the same card
 rendered from the JSON by :func:`render_card` (a test keeps the two equal).
 
 The player specs ``champion`` (the game being played) and ``champion:GAME`` name the champion
-wherever a player is accepted (:mod:`tri.players`): it searches with the settings and budget on
+wherever a player is accepted (:mod:`tri.player_specs`): it searches with the settings and budget on
 its card, whatever the project's ``mcts`` section says, so it plays as it was measured.
 
 ``TRI_CHAMPIONS=DIR`` points at another folder of champions (default: the checkout's

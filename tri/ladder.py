@@ -42,7 +42,8 @@ from tri.episodes import run_episodes
 from tri.errors import TriError
 from tri.games import make_game
 from tri.net import load_checkpoint
-from tri.players import PlayerSpec, check_player_memory, make_agent, parse_spec, player_trees
+from tri.player_specs import PlayerSpec, parse_spec
+from tri.players import check_player_memory, make_agent, player_trees
 from tri.ratings import ELO_PER_LOGIT, Match, bradley_terry
 from tri.record.ladder_files import write_files
 from tri.resources import arena_batch
@@ -252,7 +253,7 @@ def run(params: Params, specs: Sequence[str] = (), *, runs: Sequence[Path] = (),
         seed: int | None = None, gauntlet: str | None = None, anchor: str | None = None,
         out: Path | None = DEFAULT_OUT, runtime: Runtime | None = None,
         progress: Callable[[str], None] | None = None, opening_moves: int = 0) -> Ladder:
-    """Rank the players ``specs`` (see :mod:`tri.players`) and every generation checkpoint of the
+    """Rank the players ``specs`` (see :mod:`tri.player_specs`) and every generation checkpoint of the
     projects ``runs`` (named ``gen-NNNN``, or ``FOLDER/gen-NNNN`` with several) on ``games``
     seeds (default ``arena.games``) of ``seed`` (default ``arena.seed``); see the module
     docstring. ``out``: the folder of the result files and the cache (None: neither).

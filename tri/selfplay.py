@@ -31,7 +31,8 @@ from tri.episodes import run_episodes
 from tri.evaluator import make_evaluator
 from tri.games import make_game
 from tri.net import load_checkpoint
-from tri.players import PlayerSpec, check_player_memory
+from tri.player_specs import PlayerSpec
+from tri.players import check_player_memory
 from tri.progress import Meter, Report, meter
 from tri.resources import arena_batch, check_search, plural
 from tri.resources import check_memory as fits

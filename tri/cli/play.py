@@ -17,7 +17,8 @@ from tri.cli.common import CONTEXT, PARAMS_OPTION, TriGroup
 from tri.config import Runtime, params_for_game
 from tri.device import resolve_device
 from tri.games import REGISTRY, GameEntry, make_game
-from tri.players import make_agent, parse_spec
+from tri.player_specs import parse_spec
+from tri.players import make_agent
 from tri.terminal import play as play_in_terminal
 
 _OPPONENT = click.option(

@@ -16,6 +16,7 @@ from tri.cli.players import GAME_OPTION, params_for_players
 from tri.config import Runtime, load_params
 from tri.errors import TriError
 from tri.games import GAMES, make_game
+from tri.player_specs import check_files, parse_spec
 
 
 @click.command("init")
@@ -141,9 +142,11 @@ def arena_cmd(a: str, b: str, games: int | None, seed: int | None, generation: i
             raise click.UsageError(f"--names {names!r}: expected two names separated by a comma, e.g. candidate,best")
         labels = (parts[0].strip(), parts[1].strip())
     params = params_for_players(params_path, game_name, [a, b])
-    from tri import arena  # loads torch: once the options are checked
+    players = [parse_spec(spec, game=params.game.name) for spec in (a, b)]
+    check_files(players)  # a bad player fails here, before torch loads
+    from tri import arena  # loads torch: once the options and players are checked
 
-    arena.print_result(arena.run(params, a, b, games=games, seed=seed, generation=generation, out=out,
+    arena.print_result(arena.run(params, *players, games=games, seed=seed, generation=generation, out=out,
                                  runtime=Runtime(), labels=labels, progress=progress_report(progress),
                                  opening_moves=opening_moves))
 

@@ -1,5 +1,5 @@
 """What every evaluation shares: the player under test from its spec (:func:`make_player`,
-through :func:`tri.players.parse_spec` and :func:`tri.players.make_agent`), and the grading of
+through :func:`tri.player_specs.parse_spec` and :func:`tri.players.make_agent`), and the grading of
 its moves against exact scores (:func:`score_positions`, for the games solved exactly)."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import numpy as np
 from tri.config import Params
 from tri.errors import TriError
 from tri.evaluate.result import EvalRow
-from tri.players import make_agent, parse_spec
+from tri.player_specs import parse_spec
+from tri.players import make_agent
 from tri.progress import Report, meter
 
 BATCH = 256  # positions per agent call (the search batch)
@@ -55,7 +56,7 @@ def score_positions(name: str, states: np.ndarray, score: np.ndarray, move_score
 def make_player(player, game, params: Params, *, simulations: int | None, seed: int | Sequence[int],
                 device: str, batch: int = BATCH):
     """``(agent, evaluate or None, name, simulations or None)`` for a player spec (see
-    :mod:`tri.players`) or an agent object (anything with ``act`` and ``name``, e.g. a test
+    :mod:`tri.player_specs`) or an agent object (anything with ``act`` and ``name``, e.g. a test
     oracle). ``simulations`` sets the search budget of a bare checkpoint path. ``seed`` (an int
     or a list of ints, as :func:`numpy.random.default_rng` takes) seeds the player's generator;
     ``batch``: the positions or games it is asked about at once (for the search's memory check).

@@ -109,7 +109,7 @@ class TriangleEval:
 def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200, seed: int = 0,
                  simulations: int | None = None, out: Path | None = None,
                  runtime: Runtime | None = None, progress: Report | None = None) -> TriangleEval:
-    """``player`` against ``baseline`` (each a spec, see :mod:`tri.players`, or an agent) on the
+    """``player`` against ``baseline`` (each a spec, see :mod:`tri.player_specs`, or an agent) on the
     ``games`` seeds of :func:`eval_seeds` ``(seed, games)``, in ``params.game.triangle``'s puzzle;
     ``simulations`` sets the search budget of ``player`` if it is a bare checkpoint path (a
     baseline checkpoint plays ``arena.simulations``, or its own ``mcts:PATH:N``). Writes ``out``

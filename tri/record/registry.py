@@ -2,7 +2,7 @@
 
 - :func:`resolve_model`: ``models:/NAME@ALIAS`` or ``models:/NAME/VERSION`` -> a local
   checkpoint, downloaded once into ``<root>/.mlflow/cache``. Player specs
-  (:func:`tri.players.parse_spec`) and the CLI read registered models through it.
+  (:func:`tri.player_specs.parse_spec`) and the CLI read registered models through it.
 - :func:`ensure_model`, :func:`update_champion`: what :mod:`tri.record.runs` uses when it
   registers a candidate. The alias ``champion`` points at this project's latest promoted
   candidate: a copy for people of what ``models/best.pt`` (the source of truth, see

@@ -22,7 +22,8 @@ from tri.config import Params
 from tri.device import torch_threads
 from tri.episodes import run_episodes
 from tri.games import make_game
-from tri.players import PlayerSpec, make_agent
+from tri.player_specs import PlayerSpec
+from tri.players import make_agent
 
 
 def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int = 0, seed: int | None = None,

@@ -31,7 +31,8 @@ from tri.config import Params, Runtime, project_params, recipe_params
 from tri.device import resolve_device
 from tri.errors import TriError
 from tri.games import REGISTRY, PlayableGame, make_game
-from tri.players import GreedyAgent, NetAgent, PlayerSpec, RandomAgent, make_agent, parse_spec
+from tri.player_specs import PlayerSpec, parse_spec
+from tri.players import GreedyAgent, NetAgent, RandomAgent, make_agent
 
 _GENERATION = re.compile(r"gen-(\d{4,9})")
 
@@ -39,7 +40,7 @@ _GENERATION = re.compile(r"gen-(\d{4,9})")
 @dataclass(frozen=True)
 class Allowed:
     """One entry of the allow-list: ``name`` (what the page sends), ``label`` (what it shows) and
-    ``spec`` (the player spec it stands for, :mod:`tri.players`)."""
+    ``spec`` (the player spec it stands for, :mod:`tri.player_specs`)."""
 
     name: str
     label: str
