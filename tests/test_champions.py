@@ -56,9 +56,12 @@ def test_the_shipped_champion_matches_its_card(game):
         if getattr(recipe, section).precision == "auto":
             kept = getattr(recipe, section).model_copy(update={"precision": getattr(params, section).precision})
             recipe = recipe.model_copy(update={section: kept})
-    # train.reanalyse: unused by two-player games; the triangle champion was trained before it was
-    # the recipe (README, ablation line 12), and a card written before it existed says false.
-    recipe = recipe.model_copy(update={"train": recipe.train.model_copy(update={"reanalyse": params.train.reanalyse})})
+    # Settings that became the triangle recipe after its champion was trained, and that two-player
+    # games do not use: train.reanalyse (README, ablation line 12; a card written before it existed
+    # says false) and mcts.afterstates (lines 19-20; the card says false).
+    for section, setting in (("train", "reanalyse"), ("mcts", "afterstates")):
+        kept = getattr(recipe, section).model_copy(update={setting: getattr(getattr(params, section), setting)})
+        recipe = recipe.model_copy(update={section: kept})
     assert params == recipe
     assert card.training.tag == f"tri/gen-{card.generation:04d}"
     assert [e.command for e in card.evaluations] == [c for _, c in EVALUATIONS[game]]

@@ -10,7 +10,11 @@ dict-based nodes, one leaf per simulation, no noise. Formulas as in ``tri/search
 - an unvisited action's ``Q`` is the node's own value ``V(node)``;
 - a new leaf is evaluated (terminal leaves are worth 0) and its value backed up the path,
   converted at each edge to the parent's point of view;
-- a stochastic game's roots first get chance streams from ``rng.integers(0, 2**62, size=B)``.
+- a stochastic game's roots first get chance streams from ``rng.integers(0, 2**62, size=B)``;
+- with ``afterstates`` (a stochastic game), a child whose step drew (``Transition.chance``; any
+  step, for a game that does not say) is an afterstate leaf: it keeps the drawn state, is valued
+  by the evaluator on ``game.afterstate`` of it, is never expanded, and every later visit backs
+  up its mean value.
 
 Edge rewards are kept as float32, as the array tree stores them, so values agree to rounding.
 """
@@ -28,6 +32,7 @@ class Node:
     state: np.ndarray
     reward: float = 0.0  # received by the player who moved into this node
     terminal: bool = False
+    after: bool = False  # an afterstate leaf: terminal in the tree, but worth its mean value
     priors: dict[int, float] = field(default_factory=dict)  # legal action -> prior
     children: dict[int, Node] = field(default_factory=dict)
     visits: int = 0
@@ -88,9 +93,10 @@ def _choose(node: Node, stats: Stats, c_puct: float, discount: float, two_player
 
 
 def search_one(game, evaluate, root_state: np.ndarray, *, simulations: int, c_puct: float,
-               discount: float) -> Node:
+               discount: float, afterstates: bool = False) -> Node:
     """Search one position; returns the root node."""
     two_player = game.num_players == 2
+    afterstates = afterstates and game.stochastic
     root = Node(root_state.copy())
     root.value_sum, root.visits = _expand(root, evaluate), 1
     stats = Stats()
@@ -98,16 +104,20 @@ def search_one(game, evaluate, root_state: np.ndarray, *, simulations: int, c_pu
         path, node = [root], root
         while True:
             if node.terminal:
-                leaf_value = 0.0
+                leaf_value = node.value if node.after else 0.0
                 break
             a = _choose(node, stats, c_puct, discount, two_player)
             if a not in node.children:
                 t = game.step(node.state[None], np.array([a]))
+                drew = afterstates and (t.chance is None or bool(t.chance[0]))
                 child = Node(t.states[0].copy(), reward=float(np.float32(t.reward[0])),
-                             terminal=bool(t.terminal[0]))
+                             terminal=bool(t.terminal[0]) or drew, after=drew)
                 node.children[a] = child
                 path.append(child)
-                leaf_value = _expand(child, evaluate)
+                if drew:
+                    leaf_value = float(evaluate(game.afterstate(child.state[None]))[2][0])
+                else:
+                    leaf_value = _expand(child, evaluate)
                 break
             node = node.children[a]
             path.append(node)
@@ -123,7 +133,8 @@ def search_one(game, evaluate, root_state: np.ndarray, *, simulations: int, c_pu
 
 
 def reference_search(game, evaluate, roots: np.ndarray, *, simulations: int, c_puct: float,
-                     discount: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, list[Node]]:
+                     discount: float, rng: np.random.Generator, afterstates: bool = False,
+                     ) -> tuple[np.ndarray, np.ndarray, list[Node]]:
     """``(visits [B, A], values [B], root nodes)`` for each of ``roots [B, L]``, one at a time."""
     if game.stochastic:
         roots = game.reseed(roots, rng.integers(0, 2**62, size=roots.shape[0]))
@@ -132,7 +143,7 @@ def reference_search(game, evaluate, roots: np.ndarray, *, simulations: int, c_p
     nodes = []
     for b in range(roots.shape[0]):
         root = search_one(game, evaluate, roots[b], simulations=simulations, c_puct=c_puct,
-                          discount=discount)
+                          discount=discount, afterstates=afterstates)
         for a, child in root.children.items():
             visits[b, a] = child.visits
         values[b] = root.value

@@ -61,7 +61,8 @@ def check_tree(tree: Tree, outcomes: int, widened_exactly: bool) -> int:
 def test_root_visits_are_the_sums_over_outcomes(game, gumbel, outcomes):
     roots = before_refill(game, np.arange(4))
     sims = 64
-    params = MctsParams(simulations=sims, gumbel=gumbel, gumbel_actions=4, chance_outcomes=outcomes)
+    params = MctsParams(simulations=sims, gumbel=gumbel, gumbel_actions=4, chance_outcomes=outcomes,
+                        afterstates=False)
     r = search(game, evaluator(game), roots, params, np.random.default_rng(0), noise=True)
     tree = r.tree
     assert (tree.visits[:, 0] == sims + 1).all()
@@ -84,7 +85,7 @@ def test_one_outcome_is_the_search_as_before(game):
     assert (r.tree.next_outcome == -1).all() and not r.tree.chance.any()
     ttt = TicTacToe()
     start = ttt.initial(np.zeros(2, np.int64))
-    runs = [search(ttt, hash_evaluator(ttt, (-1.0, 1.0)), start, MctsParams(simulations=30, chance_outcomes=c),
+    runs = [search(ttt, hash_evaluator(ttt, (-1.0, 1.0)), start, MctsParams(simulations=30, chance_outcomes=c, afterstates=False),
                    np.random.default_rng(0)) for c in (1, 8)]
     assert np.array_equal(runs[0].visits, runs[1].visits) and np.array_equal(runs[0].policy, runs[1].policy)
     assert (runs[1].tree.next_outcome == -1).all()
@@ -93,7 +94,7 @@ def test_one_outcome_is_the_search_as_before(game):
 @pytest.mark.parametrize("gumbel", [False, True])
 def test_determinized_trees_grow_outcomes_too(game, gumbel):
     roots = before_refill(game, np.arange(2))
-    params = MctsParams(simulations=40, gumbel=gumbel, chance_outcomes=3, leaves_per_step=2)
+    params = MctsParams(simulations=40, gumbel=gumbel, chance_outcomes=3, leaves_per_step=2, afterstates=False)
     r = search(game, evaluator(game), roots, params, np.random.default_rng(1), determinizations=2)
     assert r.tree.children.shape[0] == 4 and r.visits.shape == (2, game.num_actions)
     # Two leaves a step: a collision may cost a simulation, never more than the budget.

@@ -149,7 +149,7 @@ def test_numba_root_scores_are_numpys_to_the_bit(name, chance, monkeypatch):
 
     monkeypatch.setattr(GumbelRoot, "scores", both)
     mcts = MctsParams(simulations=24, gumbel=True, gumbel_actions=8, leaves_per_step=2,
-                      chance_outcomes=chance)
+                      chance_outcomes=chance, afterstates=False)
     states = game.initial(np.arange(6)) if chance == 1 else before_refill(game, np.arange(6))
     several = 0
     for noise in (True, False):

@@ -21,7 +21,9 @@ from tri.config import MctsParams
 from tri.games.base import sample_legal
 from tri.search import search
 
-PARAMS = MctsParams(simulations=48, c_puct=1.25, discount=0.99)
+# Paths that go on past a refill (no afterstates): the variant whose tree holds sampled draws. The
+# default, afterstates, stops every path before the draw: tests/search/test_afterstates.py.
+PARAMS = MctsParams(simulations=48, c_puct=1.25, discount=0.99, afterstates=False)
 
 
 class NoReseed:

@@ -424,7 +424,8 @@ def test_selection_through_the_legal_lists_is_the_scan_s(gumbel):
                 new[:] = old
         if not listed:
             tree.num_legal[:] = -1
-        out = [np.empty((4, 3), np.int32), np.empty((4, 3), np.int8), np.empty((4, 3), np.int32)]
+        out = [np.full((4, 3), -9, np.int32), np.full((4, 3), -9, np.int8), np.full((4, 3), -9, np.int32)]  # an
+        # action is written for new leaves only: with afterstates an existing terminal leaf is selected too
         score = np.random.default_rng(1).normal(size=(4, game.num_actions))
         target = np.zeros((4, 3), np.int64) if gumbel else np.full((4, 3), -1, np.int64)
         _select_outcomes(tree.children, tree.prior, tree.legal_actions, tree.num_legal, tree.visits, tree.virtual,

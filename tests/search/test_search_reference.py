@@ -61,7 +61,7 @@ def check_against_reference(game, evaluate, roots, params: MctsParams, seed: int
     result = search(game, evaluate, roots, params, np.random.default_rng(seed), noise=False)
     visits, values, ref_roots = reference_search(
         game, evaluate, roots, simulations=params.simulations, c_puct=params.c_puct,
-        discount=params.discount, rng=np.random.default_rng(seed))
+        discount=params.discount, rng=np.random.default_rng(seed), afterstates=params.afterstates)
     assert result.visits.dtype == np.int32
     np.testing.assert_array_equal(result.visits, visits)
     np.testing.assert_allclose(result.value, values, rtol=1e-6, atol=1e-6)
@@ -73,26 +73,32 @@ def check_against_reference(game, evaluate, roots, params: MctsParams, seed: int
     return result
 
 
+@pytest.mark.parametrize("afterstates", [True, False])
 @pytest.mark.parametrize("c_puct, discount", [(1.25, 0.99), (0.5, 0.9), (3.0, 1.0)])
-def test_triangle_matches_reference(game, c_puct, discount):
+def test_triangle_matches_reference(game, c_puct, discount, afterstates):
     roots = random_positions(game, 5, np.random.default_rng(11), max_moves=30)
     evaluate = hash_evaluator(game, (0.0, 3.0))
-    params = puct(simulations=40, c_puct=c_puct, discount=discount, leaves_per_step=1)
+    params = puct(simulations=40, c_puct=c_puct, discount=discount, leaves_per_step=1, afterstates=afterstates)
     result = check_against_reference(game, evaluate, roots, params, seed=3)
     # Some tree is deeper than one level (selection below the root was exercised too).
     assert (result.tree.parent[:, 1:] > 0).any()
 
 
-def test_triangle_matches_reference_with_refills_everywhere(game):
+@pytest.mark.parametrize("afterstates", [True, False])
+def test_triangle_matches_reference_with_refills_everywhere(game, afterstates):
     """Positions with a single shape left: every first move refills the slots from the search's
-    own chance stream (reseeded from the search rng), on both sides of the comparison."""
+    own chance stream (reseeded from the search rng), on both sides of the comparison; with
+    afterstates every root child is an afterstate leaf, revisited without a network call."""
     roots = random_positions(game, 12, np.random.default_rng(5), max_moves=40)
     slots = roots[:, game.geometry.num_words + 2:]
     roots = roots[(slots != 0).sum(axis=1) == 1][:4]
     assert roots.shape[0] >= 2
     evaluate = hash_evaluator(game, (0.0, 2.0))
-    params = puct(simulations=32, c_puct=1.0, discount=0.95)
+    params = puct(simulations=32, c_puct=1.0, discount=0.95, afterstates=afterstates)
     result = check_against_reference(game, evaluate, roots, params, seed=8)
+    if afterstates:  # the tree stops at the root's children, some visited more than once
+        assert (result.tree.num_nodes == (result.tree.children[:, 0] >= 0).sum(axis=1) + 1).all()
+        assert (result.tree.visits[:, 1:] > 1).any()
     # Every root child holds three fresh shapes.
     for b in range(roots.shape[0]):
         kids = result.tree.children[b, 0][result.tree.children[b, 0] >= 0]
