@@ -214,9 +214,10 @@ def test_bad_playable(tmp_path):
 
 def test_afterstates_and_chance_nodes_are_one_or_the_other(tmp_path):
     lines = problems(write(tmp_path, "mcts: {afterstates: true, chance_outcomes: 4}\n"))
-    assert lines == ["mcts: afterstates and chance_outcomes > 1 both decide what follows a draw in the tree: "
-                     "choose one"]
-    assert load_params(write(tmp_path, "mcts: {afterstates: true}\n", "ok.yaml")).mcts.afterstates
+    assert lines == ["mcts: chance_outcomes > 1 needs afterstates: false (both decide what follows a draw in "
+                     "the tree)"]
+    assert lines == problems(write(tmp_path, "mcts: {chance_outcomes: 4}\n", "default.yaml"))  # on by default
+    assert not load_params(write(tmp_path, "mcts: {afterstates: false, chance_outcomes: 4}\n", "ok.yaml")).mcts.afterstates
 
 
 def test_wrong_game_name(tmp_path):

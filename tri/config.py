@@ -123,16 +123,18 @@ class MctsParams(BaseModel):
                                                           "added as the edge's visits reach 1, 4, 9, ... "
                                                           "(progressive widening); the edge's visits and "
                                                           "value combine its outcomes'; 1: one draw per "
-                                                          "edge (the search as before)")
-    afterstates: bool = Field(False, description="games with random draws (triangle): a move whose step "
+                                                          "edge; more than 1 needs afterstates: false")
+    afterstates: bool = Field(True, description="games with random draws (triangle): a move whose step "
                                                  "draws (the refill) ends its path in the tree at the "
                                                  "afterstate, the position before the draw, valued by "
                                                  "the network on it (no shapes in hand): the expected "
                                                  "value over every draw instead of one sampled draw's; "
                                                  "training then also learns that value (one afterstate "
                                                  "per drawing move, its target the next position's; "
-                                                 "0 where the draw ended the game); not with "
-                                                 "chance_outcomes > 1")
+                                                 "0 where the draw ended the game); the triangle "
+                                                 "recipe since 2026-11-27 (README, \"Lines 19-20\"); "
+                                                 "false: one sampled draw per path, or chance nodes "
+                                                 "(chance_outcomes > 1); games without draws: unused")
     symmetrize: bool = Field(False, description="evaluate each position together with its images under "
                                                  "the game's symmetries (Connect Four's mirror; 7 on a "
                                                  "square board) in the same network call, and search on "
@@ -144,8 +146,8 @@ class MctsParams(BaseModel):
     @model_validator(mode="after")
     def _one_way_with_chance(self) -> MctsParams:
         if self.afterstates and self.chance_outcomes > 1:
-            raise ValueError("afterstates and chance_outcomes > 1 both decide what follows a draw in the tree: "
-                             "choose one")
+            raise ValueError("chance_outcomes > 1 needs afterstates: false (both decide what follows a draw "
+                             "in the tree)")
         return self
 
 
@@ -238,7 +240,9 @@ class ArenaParams(BaseModel):
                                               "player grows per move, each on its own sampled future and "
                                               "with the full simulations, combined by vote (unless given "
                                               "as mcts:PATH:NxK); costs K times the search; games without "
-                                              "chance search one tree")
+                                              "chance search one tree; with mcts.afterstates no path "
+                                              "reaches a draw, so more trees only repeat the search "
+                                              "(unless the root's noise differs)")
     temperature: float = Field(0.0, ge=0, description="sampled moves are drawn in proportion to "
                                                       "visits**(1/temperature); 0: the most visited; not "
                                                       "with gumbel")
