@@ -403,7 +403,8 @@ def test_selection_through_the_legal_lists_is_the_scan_s(gumbel):
     def evaluate(states):  # the network's values; priors rising with the action, so the last legal one leads
         _, legal, values = net(states)
         priors = legal * np.arange(1, game.num_actions + 1, dtype=np.float32)
-        return priors / priors.sum(axis=1, keepdims=True), legal, values
+        # (an afterstate has no legal action: its row of priors stays 0)
+        return priors / np.maximum(priors.sum(axis=1, keepdims=True), 1.0), legal, values
 
     mcts = MctsParams(simulations=24, gumbel=gumbel, leaves_per_step=3)
     done = search(game, evaluate, game.initial(np.arange(4)), mcts, np.random.default_rng(0)).tree
