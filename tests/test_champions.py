@@ -268,3 +268,13 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
     players.make_agent(parse_spec("mcts:" + str(champions.champion("triangle")[0]) + ":32x1", game="triangle"),
                        game, params.mcts, params.arena, np.random.default_rng(0))
     assert seen[-1]["distinct"] is False and seen[-1]["fast"] is False
+
+
+def test_a_card_that_searches_with_afterstates_says_one_tree():
+    """``publish`` and ``remeasure`` write the trees the champion will grow: a search with
+    afterstates grows one, whatever was asked (``tri.players.player_trees``)."""
+    from tri.config import MctsParams
+    from tri.record.publish import _trees
+
+    assert _trees(MctsParams(afterstates=True), 8) == 1
+    assert _trees(MctsParams(afterstates=False), 8) == 8

@@ -211,15 +211,19 @@ def test_bad_input_is_one_error_line(tmp_path, monkeypatch, args, needle):
 
 def test_trees_per_move_make_another_player(tmp_path, counted):
     """``mcts:PATH:NxK`` is not ``mcts:PATH:N``: both are played (one identity would play once and
-    reuse that for the other), and each is reused as itself."""
+    reuse that for the other), and each is reused as itself. With afterstates the two are one
+    player (one tree), and the ladder says so."""
     model = tmp_path / "m.pt"
     save_model(model, TRIANGLE)
     players = [f"mcts:{model}:2", f"mcts:{model}:2x2"]
     out = tmp_path / "ladder"
-    first = ladder.run(TRIANGLE, players, out=out, runtime=CPU)
+    sampled = with_section(TRIANGLE, "mcts", afterstates=False)
+    first = ladder.run(sampled, players, out=out, runtime=CPU)
     assert (first.played, first.reused) == (2, 0)
-    again = ladder.run(TRIANGLE, players, out=out, runtime=CPU)
+    again = ladder.run(sampled, players, out=out, runtime=CPU)
     assert (again.played, again.reused) == (0, 2)
+    with pytest.raises(TriError, match="are the same player"):
+        ladder.run(with_section(TRIANGLE, "mcts", afterstates=True), players, out=tmp_path / "after", runtime=CPU)
 
 
 def test_a_symmetrized_network_is_another_player(tmp_path, counted):

@@ -203,8 +203,9 @@ def model(tmp_path_factory) -> Path:
     return path
 
 
-def _agent(text: str, game, seed: int = 0):
-    return make_agent(parse_spec(text), game, PARAMS.mcts, PARAMS.arena, np.random.default_rng(seed))
+def _agent(text: str, game, seed: int = 0, **search):
+    mcts = PARAMS.mcts.model_copy(update=search)
+    return make_agent(parse_spec(text), game, mcts, PARAMS.arena, np.random.default_rng(seed))
 
 
 def test_net_player_picks_the_most_probable_legal_move(small, model):
@@ -246,13 +247,27 @@ def test_mcts_player_uses_n_simulations(small, model, sims):
 def test_mcts_player_grows_nxk_trees(small, model):
     """``mcts:PATH:NxK``: K trees of N simulations per move; a bare path takes
     arena.determinizations."""
-    agent = _agent(f"mcts:{model}:5x3", small)
+    agent = _agent(f"mcts:{model}:5x3", small, afterstates=False)
     assert agent.simulations == 5 and agent.determinizations == 3
     states = _random_states(small, 3, 2)
     decision = agent.act(states, np.zeros(len(states), np.int64))
     assert small.legal(states)[np.arange(len(states)), decision.actions].all()
     np.testing.assert_allclose(decision.policy.sum(axis=1), 1.0, rtol=1e-5)
-    assert _agent(str(model), small).determinizations == PARAMS.arena.determinizations
+    arena = PARAMS.arena.model_copy(update={"determinizations": 4})
+    plain = make_agent(parse_spec(str(model)), small, PARAMS.mcts.model_copy(update={"afterstates": False}),
+                       arena, np.random.default_rng(0))
+    assert plain.determinizations == 4
+
+
+def test_mcts_player_with_afterstates_searches_one_tree(small, model):
+    """With afterstates no path reaches a draw, so ``K`` trees would repeat one search: the
+    player grows one, and moves as the one-tree player does."""
+    states = _random_states(small, 6, 3)
+    moves = np.zeros(len(states), np.int64)
+    one = _agent(f"mcts:{model}:6", small, afterstates=True).act(states, moves)
+    agent = _agent(f"mcts:{model}:6x4", small, afterstates=True)
+    assert agent.determinizations == 1
+    np.testing.assert_array_equal(agent.act(states, moves).actions, one.actions)
 
 
 def test_plain_checkpoint_uses_arena_simulations(small, model):

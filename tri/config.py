@@ -240,9 +240,9 @@ class ArenaParams(BaseModel):
                                               "player grows per move, each on its own sampled future and "
                                               "with the full simulations, combined by vote (unless given "
                                               "as mcts:PATH:NxK); costs K times the search; games without "
-                                              "chance search one tree; with mcts.afterstates no path "
-                                              "reaches a draw, so more trees only repeat the search "
-                                              "(unless the root's noise differs)")
+                                              "chance search one tree; so does a search with "
+                                              "mcts.afterstates, where no path reaches a draw and more "
+                                              "trees would only repeat the search")
     temperature: float = Field(0.0, ge=0, description="sampled moves are drawn in proportion to "
                                                       "visits**(1/temperature); 0: the most visited; not "
                                                       "with gumbel")

@@ -37,7 +37,7 @@ from tri import atomic, layout
 from tri.atomic import sha256
 from tri.champions import (ChampionCard, Evaluation, Training, card_path, champion, champions_dir, play_search,
                            render_card)
-from tri.config import Params, project_params
+from tri.config import MctsParams, Params, project_params
 from tri.errors import TriError
 from tri.net import load_checkpoint, save_checkpoint
 from tri.record import mlstore
@@ -126,7 +126,7 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     if params.game.name != game:
         raise TriError(f"{project}: trains {params.game.name}, not {game}")
     search = _in_float32(params.mcts, search or {})
-    play_search(params.mcts, search)  # checked before anything runs
+    play = play_search(params.mcts, search)  # checked before anything runs
     log = _promotions(project)
     generation, entry = _promotion(project, log, generation, tagged=_tags(project))
     source = layout.candidate_path(project, generation)
@@ -137,7 +137,7 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     ckpt.optimizer = {}
     card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256="0" * 64, model_id=ckpt.model_id,
                         generation=generation, simulations=simulations or params.arena.simulations,
-                        determinizations=determinizations or params.arena.determinizations,
+                        determinizations=_trees(play, determinizations or params.arena.determinizations),
                         params=params.model_dump(mode="json"), search=search, training=training,
                         evaluations=[], check=Evaluation(title="pending", command="", result={}),
                         notes=list(notes))
@@ -157,12 +157,19 @@ def remeasure(game: str, *, simulations: int | None = None, determinizations: in
     path, card = champion(game, folder)
     mcts = Params(**card.params).mcts
     search = card.search if search is None else _in_float32(mcts, search)
-    play_search(mcts, search)  # checked before anything runs
+    play = play_search(mcts, search)  # checked before anything runs
     card = card.model_copy(update={
         "simulations": simulations or card.simulations,
-        "determinizations": determinizations or card.determinizations,
+        "determinizations": _trees(play, determinizations or card.determinizations),
         "search": search, "notes": list(notes) if notes else card.notes})
     return _measure(card, folder, lambda staged: shutil.copyfile(path, staged), echo)
+
+
+def _trees(play: MctsParams, asked: int) -> int:
+    """The trees per move a champion searching with ``play`` grows: ``asked``, but one with
+    afterstates, where more would repeat one search (:func:`tri.players.player_trees`), so
+    that its card says what it plays."""
+    return 1 if play.afterstates else asked
 
 
 def _in_float32(mcts, search: dict) -> dict:
