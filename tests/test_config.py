@@ -242,6 +242,28 @@ def test_cli_params_prints_effective_yaml(tmp_path, monkeypatch):
     assert load_params(write(tmp_path, result.stdout, "echo.yaml")) == Params()
 
 
+@pytest.mark.parametrize("text, noted", [
+    ("game: {name: triangle}\nmcts: {simulations: 16}\n", True),  # written before the setting existed
+    ("game: {name: triangle}\nmcts: {afterstates: true}\n", False),
+    ("game: {name: triangle}\nmcts: {afterstates: false}\n", False),
+    ("game: {name: connect4}\n", False),  # no draws: the setting changes nothing
+])
+def test_a_setting_whose_default_changed_is_noted_when_left_out(tmp_path, monkeypatch, text, noted):
+    """A params.yaml that leaves out a setting whose default changed since (mcts.afterstates)
+    runs on the new default; tri params (and tri loop) say so in one line, and how to keep the
+    old recipe."""
+    from tri.config import changed_defaults
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, text, "params.yaml")
+    result = CliRunner().invoke(cli, ["params"])
+    assert result.exit_code == 0, result.output
+    expected = ["note: params.yaml leaves out mcts.afterstates, whose default became true on 2026-11-27, so "
+                "this project now runs on it; write 'afterstates: false' under mcts: to keep the old recipe"]
+    assert result.stderr.splitlines() == (expected if noted else [])
+    assert changed_defaults(Path("params.yaml"), load_params("params.yaml")) == (expected if noted else [])
+
+
 def test_cli_params_bad_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "game:\n  triangle: {rows: 0, cols: 40}\n", "bad.yaml")

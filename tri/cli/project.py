@@ -11,7 +11,7 @@ import click
 
 from tri import layout
 from tri.cli.common import PARAMS_OPTION, stop_on_signals
-from tri.config import Runtime, load_params, project_params, recipe_params
+from tri.config import Runtime, changed_defaults, load_params, project_params, recipe_params
 from tri.errors import TriError
 from tri.champions import champion
 from tri.games import DEFAULT_GAME, GAMES, make_game
@@ -30,6 +30,10 @@ def params_cmd(describe: bool, params_path: Path | None) -> None:
     """Validate params.yaml and print the effective parameters as YAML."""
     params = load_params(params_path)
     click.echo(describe_params(params) if describe else dump_params(params), nl=False)
+    used = params_path or Path("params.yaml")
+    if used.is_file():
+        for note in changed_defaults(used, params):
+            click.echo(note, err=True)
 
 
 @click.command("new")
@@ -73,8 +77,13 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
         raise TriError("tri loop: give --generations, --minutes or --plateau")
     params_file = str(params_path.resolve()) if params_path is not None else None
     # Fail fast, before a Prefect server starts or anything is written (the flow checks them again).
-    check_params(project_params(root, params_file), workers=Runtime().workers)
+    params = project_params(root, params_file)
+    check_params(params, workers=Runtime().workers)
     versioning.check_params_file(root, params_file)
+    used = Path(params_file) if params_file is not None else root / "params.yaml"
+    if used.is_file():
+        for note in changed_defaults(used, params):
+            click.echo(note, err=True)
     try:
         with stop_on_signals(), versioning.project_lock(root):
             stores.configure(root)
