@@ -11,17 +11,22 @@ from click.testing import CliRunner
 from tri.bench import search
 from tri.cli import main
 
-TINY = "net: {channels: 8, blocks: 1, value_hidden: 8}\nmcts: {simulations: 4}\nselfplay: {concurrent: 4}\n"
+TINY = ("net: {channels: 8, blocks: 1, value_hidden: 8}\nmcts: {simulations: 4, afterstates: false}\n"
+        "selfplay: {concurrent: 4}\n")
+
+
+def _bench(tmp_path, text: str) -> list[dict]:
+    params = tmp_path / "params.yaml"
+    params.write_text(text)
+    args = ["bench", "search", "--params", str(params), "--repeats", "1", "--moves", "2", "--leaves", "4",
+            "--trees", "3", "--json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
 
 
 def test_bench_search_reports_both_root_selections(tmp_path, capsys):
-    params = tmp_path / "params.yaml"
-    params.write_text(TINY)
-    args = ["bench", "search", "--params", str(params), "--repeats", "1", "--moves", "2", "--leaves", "4",
-            "--trees", "3"]
-    result = CliRunner().invoke(main, [*args, "--json"])
-    assert result.exit_code == 0, result.output
-    benches = json.loads(result.output)
+    benches = _bench(tmp_path, TINY)
     assert [(b["root"], b["shipped"]) for b in benches] == [("gumbel", True), ("puct", False)]
     for b in benches:
         assert b["batch"] == 4 and b["simulations"] == 4 and b["move_2048_leaves"] == 4
@@ -38,3 +43,10 @@ def test_bench_search_reports_both_root_selections(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "gumbel (the params)" in table and "puct" in table
     assert "a player's move, 32 simulations x 3 trees" in table
+
+
+def test_bench_search_times_one_tree_for_a_search_with_afterstates(tmp_path):
+    """A player with afterstates grows one tree whatever ``--trees`` says (as ``tri play`` does),
+    and the bench times that move."""
+    benches = _bench(tmp_path, TINY.replace("afterstates: false", "afterstates: true"))
+    assert [b["play_trees"] for b in benches] == [1, 1]

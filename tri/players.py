@@ -81,9 +81,13 @@ def player_trees(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaPar
     drawing move (the triangle's ``alive``, at most 0.005). On 191 positions of the triangle
     champion's games, one tree and eight chose the same move on all 191, at a thirteenth of the
     time."""
-    if not game.stochastic or (spec.mcts or mcts).afterstates:
-        return 1
-    return spec.determinizations or arena.determinizations
+    return trees_per_move(game, spec.mcts or mcts, spec.determinizations or arena.determinizations)
+
+
+def trees_per_move(game: Game, search: MctsParams, asked: int) -> int:
+    """The trees a player searching with ``search`` grows when ``asked`` for some: one in a game
+    without chance or with ``search.afterstates`` (:func:`player_trees`)."""
+    return asked if game.stochastic and not search.afterstates else 1
 
 
 def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParams,

@@ -24,8 +24,8 @@ worker; the network on the device ``TRI_DEVICE`` resolves to, named in the repor
   ``--move-threads``, by default every core, as a player uses the machine), beside
   alphatriangle 1.0.0's 36 s per move measured on this machine;
 - a player's move: one game, ``arena.simulations`` in ``--trees`` trees per move (default
-  ``arena.determinizations``; games without chance search one), the median over the moves of
-  games played with it (torch on ``--move-threads``; the evaluator a player gets,
+  ``arena.determinizations``; games without chance, and searches with afterstates, grow one),
+  the median over the moves of games played with it (torch on ``--move-threads``; the evaluator a player gets,
   :func:`tri.players.player_evaluator`), beside issue 22's 100 ms per move.
 """
 
@@ -44,7 +44,7 @@ from tri.device import resolve_device, resolve_precision, synchronize, torch_thr
 from tri.evaluator import make_evaluator
 from tri.games import make_game
 from tri.net import InferenceNet, build_model
-from tri.players import player_evaluator
+from tri.players import player_evaluator, trees_per_move
 from tri.search import search
 
 ALPHATRIANGLE_SECONDS = 36.0  # alphatriangle 1.0.0, default search, per move (36-45 s here)
@@ -169,7 +169,7 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
             start = time.perf_counter()
             search(game, evaluate, root, mcts_one, rng, simulations=2048)
             times.append(time.perf_counter() - start)
-        trees = trees if game.stochastic else 1
+        trees = trees_per_move(game, params.mcts, trees)  # as `tri play` grows them
         player_eval = player_evaluator(model, game, params.mcts, trees, device)  # as `tri play` builds it
         player = MctsAgent(game, player_eval, params.mcts, rng, noise=False, temperature=0.0, temperature_moves=0,
                            simulations=params.arena.simulations, determinizations=trees)
