@@ -23,8 +23,9 @@ On 2026-11-27 the shards' hashes were recorded again when ``mcts.afterstates`` (
 params the shards carry (on this AVX2 CPU; shards hash alike on both kinds); with that field left
 out of the shards' key, every file was checked to hash as before.
 On 2026-11-27 (later) afterstates became the default: the older cases keep them off (``OLD``), and
-the case ``triangle-afterstates`` was added, recorded on an AVX2 CPU only (its candidate is not
-checked on other kinds of CPU until someone records it there).
+the case ``triangle-afterstates`` was added, recorded on an AVX2 CPU; its candidate on an
+AVX512 one was recorded later the same day, when tri ran on such a CPU again (the older cases'
+candidates there matched ``HASHES``).
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ HASHES: dict[str, dict[str, str]] = {
         'data/arena/gen-0001.json':
             'd58e8b3fe10e76af5bd5320af94036044340e365e80ff5118545b5f40a60afad',
     },
-    'triangle-afterstates': {  # its candidate: CANDIDATES_BY_CPU (recorded on an AVX2 CPU only)
+    'triangle-afterstates': {  # its candidate: CANDIDATES_BY_CPU (recorded on AVX2 and AVX512 CPUs)
         'data/selfplay/gen-0001/shard-000.games.parquet':
             'aefcae179edb001a8eff5f1aa7b0428a4552826b090cf3b647601160c4bf6687',
         'data/selfplay/gen-0001/shard-000.parquet':
@@ -164,6 +165,9 @@ HASHES: dict[str, dict[str, str]] = {
 # on an AVX512 CPU (2026-11-23 to 26); these candidates, where they differ, on an AVX2 one (an AMD
 # EPYC without AVX-512, 2026-11-26, at the commit before the one that added them).
 CANDIDATES_BY_CPU: dict[str, dict[str, str]] = {
+    'AVX512': {  # the case added on the AVX2 CPU, recorded on an AVX512 one (AMD EPYC) on 2026-11-27
+        'triangle-afterstates': 'aefec65b6b416eca3e6bae63f3700792c8e2e6ee4c5e45664c733262e75d1c2a',
+    },
     'AVX2': {
         'tictactoe': '2263fe1231eb41e84a77bc8ad089d7be90f4360acb0cdf0f666a4acdf16c8b92',
         'triangle-afterstates': 'a5861d20fa299515bcb55cf79cb578a9a090a976125ff8a3837cae7a28fa26f4',
