@@ -278,3 +278,20 @@ def test_a_card_that_searches_with_afterstates_says_one_tree():
 
     assert _trees(MctsParams(afterstates=True), 8) == 1
     assert _trees(MctsParams(afterstates=False), 8) == 8
+
+
+def test_a_card_names_the_network_its_project_went_on_from(tmp_path):
+    """``tri new --from``: the card's project command says where generation 0 came from, the
+    shipped champion by name, another network by its model id; fresh weights say nothing."""
+    import shutil
+
+    from tri import layout
+    from tri.record.publish import _started_from
+
+    project = tmp_path / "p"
+    assert _started_from(project, "tictactoe") == ""
+    layout.start_path(project).parent.mkdir(parents=True)
+    shutil.copyfile(champions.champion("tictactoe")[0], layout.start_path(project))
+    assert _started_from(project, "tictactoe") == " --from champion"
+    other = save_model(layout.start_path(project), Params(game=GameParams(name="tictactoe"), net=TINY_NET))
+    assert _started_from(project, "tictactoe") == f" --from models/start.pt (model {other.model_id})"

@@ -133,7 +133,7 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     ckpt = load_checkpoint(source if source.is_file() else layout.best_path(project))
     if ckpt.model_id != entry["model_id"]:
         raise TriError(f"{source}: model {ckpt.model_id}, but the promotion log says {entry['model_id']}")
-    training = _training(project, game, log, generation, loop, tri_commit)
+    training = _training(project, game, log, generation, loop, tri_commit, folder)
     ckpt.optimizer = {}
     card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256="0" * 64, model_id=ckpt.model_id,
                         generation=generation, simulations=simulations or params.arena.simulations,
@@ -263,15 +263,31 @@ def _promotion(project: Path, log: list[dict], generation: int | None, tagged: s
     return generation, promoted[generation]
 
 
-def _training(project: Path, game: str, log: list[dict], generation: int, loop: str, tri_commit: str) -> Training:
+def _training(project: Path, game: str, log: list[dict], generation: int, loop: str, tri_commit: str,
+              folder: Path | None = None) -> Training:
     tag = f"tri/gen-{generation:04d}"  # _promotion checked that it exists
     commit = git_run(project, "rev-parse", f"{tag}^{{commit}}")
     upto = [e for e in log if int(e["generation"]) <= generation]
-    return Training(project=f"tri new {project.name} --game {game}", loop=loop,
+    return Training(project=f"tri new {project.name} --game {game}{_started_from(project, game, folder)}", loop=loop,
                     tag=tag, project_commit=commit.stdout.strip(), tri_commit=tri_commit,
                     generations=len({int(e["generation"]) for e in upto}),
                     promoted=sum(bool(e.get("promoted")) for e in upto),
                     wall_minutes=_generation_seconds(project, game, generation) / 60, machine=machine())
+
+
+def _started_from(project: Path, game: str, folder: Path | None = None) -> str:
+    """`` --from ...`` where the project went on from a network (``tri new --from``): ``champion``
+    when it is the game's shipped champion (before a publish replaces it), else the start's
+    model id; empty for fresh weights."""
+    start = layout.start_path(project)
+    if not start.is_file():
+        return ""
+    model_id = load_checkpoint(start).model_id
+    try:
+        shipped = champion(game, folder)[1].model_id
+    except TriError:  # no champion shipped for the game
+        shipped = None
+    return " --from champion" if model_id == shipped else f" --from models/start.pt (model {model_id})"
 
 
 def _generation_seconds(project: Path, game: str, generation: int) -> float:
