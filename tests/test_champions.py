@@ -209,9 +209,9 @@ def test_a_card_s_search_settings_go_over_its_params():
 
     plain = champions.champion("tictactoe")[1]
     assert plain.search == {} and plain.mcts == Params(**plain.params).mcts
-    triangle = champions.champion("triangle")[1]  # trained in bfloat16 one leaf a call, plays in float32, 4
-    trained = Params(**triangle.params).mcts
-    assert trained.precision == "bfloat16" and trained.leaves_per_step == 1
+    triangle = champions.champion("triangle")[1]  # trained in auto (bfloat16 there) one leaf a call,
+    trained = Params(**triangle.params).mcts       # plays in float32, 4 leaves a call
+    assert trained.precision == "auto" and trained.leaves_per_step == 1 and trained.afterstates
     assert triangle.search == {"precision": "float32", "leaves_per_step": 4}
     assert triangle.mcts == trained.model_copy(update={"precision": "float32", "leaves_per_step": 4})
     card = champions.champion("connect4")[1]  # remeasured with its search settings over its params
@@ -256,17 +256,24 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
     players.make_agent(parse_spec(str(champions.champion("connect4")[0]), game="connect4"), game, params.mcts,
                        params.arena, np.random.default_rng(0))
     assert seen[-1]["symmetrize"] is False
-    # Several trees per move (the triangle champion's card): each distinct position once a step,
-    # through the folded snapshot.
+    # The triangle champion's card: its trees and search (one tree, with afterstates).
     params = recipe_params("triangle")
     game = make_game(params.game)
     card = champions.champion("triangle")[1]
     agent = players.make_agent(parse_spec("champion", game="triangle"), game, params.mcts, params.arena,
                                np.random.default_rng(0))
-    assert card.determinizations > 1 and agent.determinizations == card.determinizations
+    assert agent.determinizations == card.determinizations and agent.params == card.mcts
+    assert agent.simulations == card.simulations
+    # Several trees per move (a search without afterstates): each distinct position once a step,
+    # through the folded snapshot; one tree through the model itself.
+    sampled = params.mcts.model_copy(update={"afterstates": False, "precision": "float32"})
+    path = str(champions.champion("triangle")[0])
+    agent = players.make_agent(parse_spec(f"mcts:{path}:32x8", game="triangle"), game, sampled, params.arena,
+                               np.random.default_rng(0))
+    assert agent.determinizations == 8
     assert seen[-1] == {"precision": "float32", "symmetrize": False, "distinct": True, "fast": True}
-    players.make_agent(parse_spec("mcts:" + str(champions.champion("triangle")[0]) + ":32x1", game="triangle"),
-                       game, params.mcts, params.arena, np.random.default_rng(0))
+    players.make_agent(parse_spec(f"mcts:{path}:32x1", game="triangle"), game, sampled, params.arena,
+                       np.random.default_rng(0))
     assert seen[-1]["distinct"] is False and seen[-1]["fast"] is False
 
 

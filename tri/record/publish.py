@@ -50,6 +50,8 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 EVALUATIONS: dict[str, list[tuple[str, str]]] = {
     "triangle": [
         ("200 seeds training never used, paired against greedy", "tri eval triangle champion --games 200"),
+        ("the same seeds with one tree of 32 simulations, the arena's budget (issue 16)",
+         "tri eval triangle mcts:champion:32x1 --games 200"),
     ],
     "connect4": [
         ("Pascal Pons' test sets, with the champion's search", "tri eval connect4 champion"),
