@@ -223,7 +223,8 @@ def test_trees_per_move_make_another_player(tmp_path, counted):
     again = ladder.run(sampled, players, out=out, runtime=CPU)
     assert (again.played, again.reused) == (0, 2)
     with pytest.raises(TriError, match="are the same player"):
-        ladder.run(with_section(TRIANGLE, "mcts", afterstates=True), players, out=tmp_path / "after", runtime=CPU)
+        ladder.run(with_section(TRIANGLE, "mcts", afterstates=True), players, out=tmp_path / "after",
+                   runtime=CPU)
 
 
 def test_a_symmetrized_network_is_another_player(tmp_path, counted):

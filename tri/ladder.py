@@ -197,8 +197,9 @@ def _identity(spec: PlayerSpec, s: _Setting) -> str:
         data = {"symmetrize": True}  # the network alone averages its images too
     data |= {"kind": spec.kind, "model": load_checkpoint(spec.path, s.game).model_id, "device": s.device}
     if spec.kind == "mcts":
-        if (trees := player_trees(spec, s.game, s.params.mcts, ap)) > 1:  # one tree: the identity it had before trees
-            data["determinizations"] = trees                 # existed, so kept results stay valid
+        # One tree: the identity it had before trees existed, so kept results stay valid.
+        if (trees := player_trees(spec, s.game, s.params.mcts, ap)) > 1:
+            data["determinizations"] = trees
         data |= {"simulations": spec.simulations or ap.simulations, "mcts": search,
                  "temperature": ap.temperature, "temperature_moves": ap.temperature_moves}
     return json.dumps(data, sort_keys=True)
