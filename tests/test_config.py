@@ -252,7 +252,7 @@ def test_a_setting_whose_default_changed_is_noted_when_left_out(tmp_path, monkey
     """A params.yaml that leaves out a setting whose default changed since (mcts.afterstates)
     runs on the new default; tri params (and tri loop) say so in one line, and how to keep the
     old recipe."""
-    from tri.config import changed_defaults
+    from tri.params_yaml import changed_defaults
 
     monkeypatch.chdir(tmp_path)
     write(tmp_path, text, "params.yaml")

@@ -383,36 +383,6 @@ def load_params(path: str | Path | None = None) -> Params:
         raise ParamsError(str(path), format_errors(exc)) from None
 
 
-# Settings whose default changed after projects had been made, (section, key) -> (date, the old
-# default, the games whose results it changes). A params.yaml written before the change that
-# leaves the setting out runs on the new default: tri loop says so (:func:`changed_defaults`).
-CHANGED_DEFAULTS: dict[tuple[str, str], tuple[str, object, tuple[str, ...]]] = {
-    ("mcts", "afterstates"): ("2026-11-27", False, ("triangle",)),
-}
-
-
-def changed_defaults(path: str | Path, params: Params) -> list[str]:
-    """One line per setting of :data:`CHANGED_DEFAULTS` that the params file ``path`` (already
-    validated into ``params``) leaves out, where it changes ``params``' game's results."""
-    try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return []
-    notes = []
-    for (section, key), (date, old, games) in CHANGED_DEFAULTS.items():
-        given = data.get(section) if isinstance(data, dict) else None
-        if params.game.name in games and not (isinstance(given, dict) and key in given):
-            new = getattr(getattr(params, section), key)
-            notes.append(f"note: {path} leaves out {section}.{key}, whose default became {_yaml(new)} on "
-                         f"{date}, so this project now runs on it; write '{key}: {_yaml(old)}' under "
-                         f"{section}: to keep the old recipe")
-    return notes
-
-
-def _yaml(value: object) -> str:
-    return yaml.safe_dump(value, default_flow_style=True).removesuffix("\n...\n").strip()
-
-
 def project_params(root: str | Path, params_file: str | Path | None = None) -> Params:
     """The params a project runs on: ``params_file`` (relative to the project), or the project's
     params.yaml if it has one, else the embedded defaults."""

@@ -11,12 +11,12 @@ import click
 
 from tri import layout
 from tri.cli.common import PARAMS_OPTION, stop_on_signals
-from tri.config import Runtime, changed_defaults, load_params, project_params, recipe_params
+from tri.config import Runtime, load_params, project_params, recipe_params
 from tri.errors import TriError
 from tri.champions import champion
 from tri.games import DEFAULT_GAME, GAMES, make_game
 from tri.net import load_checkpoint
-from tri.params_yaml import describe_params, dump_params
+from tri.params_yaml import changed_defaults, describe_params, dump_params
 from tri.record import stores, versioning
 from tri.record.project import new_project
 from tri.record.report import learning_curve, plot
