@@ -278,13 +278,16 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
 
 
 def test_a_card_that_searches_with_afterstates_says_one_tree():
-    """``publish`` and ``remeasure`` write the trees the champion will grow: a search with
-    afterstates grows one, whatever was asked (``tri.players.player_trees``)."""
+    """``publish`` and ``remeasure`` write the trees the champion will grow, as a player grows
+    them: with afterstates one, whatever was asked; without, the trees asked in a game with
+    chance, one in a game without."""
     from tri.config import MctsParams
     from tri.record.publish import _trees
 
-    assert _trees(MctsParams(afterstates=True), 8) == 1
-    assert _trees(MctsParams(afterstates=False), 8) == 8
+    triangle, tictactoe = recipe_params("triangle"), recipe_params("tictactoe")
+    assert _trees(triangle, MctsParams(afterstates=True), 8) == 1
+    assert _trees(triangle, MctsParams(afterstates=False), 8) == 8
+    assert _trees(tictactoe, MctsParams(afterstates=False), 8) == 1
 
 
 def test_a_card_names_the_network_its_project_went_on_from(tmp_path):

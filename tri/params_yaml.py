@@ -92,7 +92,8 @@ CHANGED_DEFAULTS: dict[tuple[str, str], tuple[str, object, tuple[str, ...]]] = {
 
 def changed_defaults(path: str | Path, params: Params) -> list[str]:
     """One line per setting of :data:`CHANGED_DEFAULTS` that the params file ``path`` (already
-    validated into ``params``) leaves out, where it changes ``params``' game's results."""
+    validated into ``params``) leaves out, where it changes ``params``' game's results; none when
+    there is no such file (the embedded defaults)."""
     try:
         data = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError):

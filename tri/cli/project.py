@@ -30,10 +30,14 @@ def params_cmd(describe: bool, params_path: Path | None) -> None:
     """Validate params.yaml and print the effective parameters as YAML."""
     params = load_params(params_path)
     click.echo(describe_params(params) if describe else dump_params(params), nl=False)
-    used = params_path or Path("params.yaml")
-    if used.is_file():
-        for note in changed_defaults(used, params):
-            click.echo(note, err=True)
+    _note_changed_defaults(params_path or Path("params.yaml"), params)
+
+
+def _note_changed_defaults(path: Path, params) -> None:
+    """One line on stderr per setting ``path`` leaves out whose default changed since
+    (:func:`tri.params_yaml.changed_defaults`; none when there is no such file)."""
+    for note in changed_defaults(path, params):
+        click.echo(note, err=True)
 
 
 @click.command("new")
@@ -80,10 +84,7 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
     params = project_params(root, params_file)
     check_params(params, workers=Runtime().workers)
     versioning.check_params_file(root, params_file)
-    used = Path(params_file) if params_file is not None else root / "params.yaml"
-    if used.is_file():
-        for note in changed_defaults(used, params):
-            click.echo(note, err=True)
+    _note_changed_defaults(Path(params_file) if params_file is not None else root / "params.yaml", params)
     try:
         with stop_on_signals(), versioning.project_lock(root):
             stores.configure(root)

@@ -39,7 +39,9 @@ from tri.champions import (ChampionCard, Evaluation, Training, card_path, champi
                            render_card)
 from tri.config import MctsParams, Params, project_params
 from tri.errors import TriError
+from tri.games import make_game
 from tri.net import load_checkpoint, save_checkpoint
+from tri.players import trees_per_move
 from tri.record import mlstore
 from tri.record.outputs import GENERATION_SECONDS, read_metric
 from tri.record.versioning import git_run
@@ -139,7 +141,7 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
     ckpt.optimizer = {}
     card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256="0" * 64, model_id=ckpt.model_id,
                         generation=generation, simulations=simulations or params.arena.simulations,
-                        determinizations=_trees(play, determinizations or params.arena.determinizations),
+                        determinizations=_trees(params, play, determinizations or params.arena.determinizations),
                         params=params.model_dump(mode="json"), search=search, training=training,
                         evaluations=[], check=Evaluation(title="pending", command="", result={}),
                         notes=list(notes))
@@ -157,21 +159,22 @@ def remeasure(game: str, *, simulations: int | None = None, determinizations: in
     champion whose training project is gone gets a better search. Raises :class:`TriError`."""
     folder = Path(folder or champions_dir())
     path, card = champion(game, folder)
-    mcts = Params(**card.params).mcts
+    trained = Params(**card.params)
+    mcts = trained.mcts
     search = card.search if search is None else _in_float32(mcts, search)
     play = play_search(mcts, search)  # checked before anything runs
     card = card.model_copy(update={
         "simulations": simulations or card.simulations,
-        "determinizations": _trees(play, determinizations or card.determinizations),
+        "determinizations": _trees(trained, play, determinizations or card.determinizations),
         "search": search, "notes": list(notes) if notes else card.notes})
     return _measure(card, folder, lambda staged: shutil.copyfile(path, staged), echo)
 
 
-def _trees(play: MctsParams, asked: int) -> int:
-    """The trees per move a champion searching with ``play`` grows: ``asked``, but one with
-    afterstates, where more would repeat one search (:func:`tri.players.player_trees`), so
-    that its card says what it plays."""
-    return 1 if play.afterstates else asked
+def _trees(params: Params, play: MctsParams, asked: int) -> int:
+    """The trees per move a champion of ``params``' game searching with ``play`` grows when
+    ``asked`` for some, as a player grows them (:func:`tri.players.trees_per_move`), so that its
+    card says what it plays."""
+    return trees_per_move(make_game(params.game), play, asked)
 
 
 def _in_float32(mcts, search: dict) -> dict:
