@@ -212,12 +212,11 @@ def test_bad_playable(tmp_path):
     assert len(lines) == 1 and "playable row 1" in lines[0]
 
 
-def test_afterstates_and_chance_nodes_are_one_or_the_other(tmp_path):
-    lines = problems(write(tmp_path, "mcts: {afterstates: true, chance_outcomes: 4}\n"))
-    assert lines == ["mcts: chance_outcomes > 1 needs afterstates: false (both decide what follows a draw in "
-                     "the tree)"]
-    assert lines == problems(write(tmp_path, "mcts: {chance_outcomes: 4}\n", "default.yaml"))  # on by default
-    assert not load_params(write(tmp_path, "mcts: {afterstates: false, chance_outcomes: 4}\n", "ok.yaml")).mcts.afterstates
+def test_afterstates_and_chance_nodes_combine(tmp_path):
+    """Both on: the search's afterstates with chance nodes (tests/search/test_afterstates.py)."""
+    mcts = load_params(write(tmp_path, "mcts: {afterstates: true, chance_outcomes: 4}\n")).mcts
+    assert mcts.afterstates and mcts.chance_outcomes == 4
+    assert load_params(write(tmp_path, "mcts: {chance_outcomes: 4}\n", "default.yaml")).mcts.afterstates
 
 
 def test_wrong_game_name(tmp_path):

@@ -268,6 +268,8 @@ def test_mcts_player_with_afterstates_searches_one_tree(small, model):
     agent = _agent(f"mcts:{model}:6x4", small, afterstates=True)
     assert agent.determinizations == 1
     np.testing.assert_array_equal(agent.act(states, moves).actions, one.actions)
+    # With chance nodes too, paths go past draws of each tree's own: the trees differ.
+    assert _agent(f"mcts:{model}:6x4", small, afterstates=True, chance_outcomes=2).determinizations == 4
 
 
 def test_plain_checkpoint_uses_arena_simulations(small, model):

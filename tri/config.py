@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, \
     YamlConfigSettingsSource
 
@@ -123,7 +123,8 @@ class MctsParams(BaseModel):
                                                           "added as the edge's visits reach 1, 4, 9, ... "
                                                           "(progressive widening); the edge's visits and "
                                                           "value combine its outcomes'; 1: one draw per "
-                                                          "edge; more than 1 needs afterstates: false")
+                                                          "edge; with afterstates the first outcome is the "
+                                                          "afterstate and the others search past the draw")
     afterstates: bool = Field(True, description="games with random draws (triangle): a move whose step "
                                                  "draws (the refill) ends its path in the tree at the "
                                                  "afterstate, the position before the draw, valued by "
@@ -133,6 +134,7 @@ class MctsParams(BaseModel):
                                                  "per drawing move, its target the next position's; "
                                                  "0 where the draw ended the game); the triangle "
                                                  "recipe since 2026-11-27 (README, \"Lines 19-20\"); "
+                                                 "with chance_outcomes > 1, an edge's first outcome; "
                                                  "false: one sampled draw per path, or chance nodes "
                                                  "(chance_outcomes > 1); games without draws: unused")
     symmetrize: bool = Field(False, description="evaluate each position together with its images under "
@@ -142,13 +144,6 @@ class MctsParams(BaseModel):
                                                  "(1 + symmetries)x the network's work per simulation; "
                                                  "not for a game whose action map depends on the position "
                                                  "(Santorini)")
-
-    @model_validator(mode="after")
-    def _one_way_with_chance(self) -> MctsParams:
-        if self.afterstates and self.chance_outcomes > 1:
-            raise ValueError("chance_outcomes > 1 needs afterstates: false (both decide what follows a draw "
-                             "in the tree)")
-        return self
 
 
 class SelfplayParams(BaseModel):
@@ -241,8 +236,8 @@ class ArenaParams(BaseModel):
                                               "with the full simulations, combined by vote (unless given "
                                               "as mcts:PATH:NxK); costs K times the search; games without "
                                               "chance search one tree; so does a search with "
-                                              "mcts.afterstates, where no path reaches a draw and more "
-                                              "trees would only repeat the search")
+                                              "mcts.afterstates alone (chance_outcomes 1), where no path "
+                                              "reaches a draw and more trees would only repeat the search")
     temperature: float = Field(0.0, ge=0, description="sampled moves are drawn in proportion to "
                                                       "visits**(1/temperature); 0: the most visited; not "
                                                       "with gumbel")

@@ -86,8 +86,11 @@ def player_trees(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaPar
 
 def trees_per_move(game: Game, search: MctsParams, asked: int) -> int:
     """The trees a player searching with ``search`` grows when ``asked`` for some: one in a game
-    without chance or with ``search.afterstates`` (:func:`player_trees`)."""
-    return asked if game.stochastic and not search.afterstates else 1
+    without chance, or with ``search.afterstates`` alone, where no path reaches a draw and more
+    trees would repeat the search (with chance nodes too, each tree samples its own draws)
+    (:func:`player_trees`)."""
+    sampled = not search.afterstates or search.chance_outcomes > 1
+    return asked if game.stochastic and sampled else 1
 
 
 def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParams,

@@ -53,13 +53,20 @@ so a rarely visited edge keeps its depth), else takes the least visited outcome 
 first), which keeps the outcomes' visits, equally likely samples, about equal. Determinizations
 combine with it (``K`` trees, each with chance nodes).
 
-**Afterstates** (``mcts.afterstates``, stochastic games with ``game.afterstate``; not with chance
-nodes). A path ends at an edge whose step drew: its new node is an *afterstate leaf*, valued by
-the network on ``game.afterstate`` of its state (the triangle: the board with no shapes in hand),
-which estimates the expected value over every draw rather than one sampled draw's (and a draw
-that ended the game there is just one of them). The node is then stopped at like a terminal one:
-a later visit backs up the same value, and the tree never searches past a draw. Its edge's
-reward is the step's (the triangle's ``alive`` term depends on the draw: +0.005 at most).
+**Afterstates** (``mcts.afterstates``, stochastic games with ``game.afterstate``). A path ends at
+an edge whose step drew: its new node is an *afterstate leaf*, valued by the network on
+``game.afterstate`` of its state (the triangle: the board with no shapes in hand), which
+estimates the expected value over every draw rather than one sampled draw's (and a draw that
+ended the game there is just one of them). The node is then stopped at like a terminal one: a
+later visit backs up the same value, and the tree never searches past a draw. Its edge's reward
+is the step's (the triangle's ``alive`` term depends on the draw: +0.005 at most).
+
+**Afterstates with chance nodes** (both: ``chance_outcomes = C > 1``). A chance edge's first
+outcome is its afterstate leaf, as above; as the edge's visits grow, progressive widening adds
+up to ``C - 1`` more outcomes, each a draw of the search's own, evaluated and searched on like
+any position. The edge's value is then the visit-weighted mean of the afterstate's estimate and
+its sampled draws' searched values: the expectation at once, and the next cycle's look-ahead
+where the search keeps coming back.
 """
 
 from __future__ import annotations
@@ -311,7 +318,9 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
             if outcomes > 1 or afterstates:  # a game that does not say which steps drew: any step may have
                 drew = np.ones(new_b.size, bool) if step.chance is None else step.chance
             none = no_after[:new_b.size]
-            after = drew if afterstates else none
+            # With chance nodes too, an edge's first outcome is its afterstate; the later ones are
+            # the search's own draws, searched on past the refill.
+            after = (drew & ~fresh if outcomes > 1 else drew) if afterstates else none
             live = _store(tree.states, tree.reward, tree.terminal, tree.exact, tree.chance, new_b, new_node,
                           step.states, step.reward, step.terminal, drew if outcomes > 1 else none, after, rows)
             if live:

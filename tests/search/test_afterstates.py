@@ -129,6 +129,31 @@ def test_a_draw_that_ends_the_game_is_still_an_afterstate():
     assert exact[0, 1:].tolist() == [UNKNOWN, 0, UNKNOWN]
 
 
+def test_with_chance_nodes_an_edge_starts_at_its_afterstate_then_searches_past_draws(game, one_shape):
+    """Afterstates and chance nodes together (``chance_outcomes > 1``): a drawing edge's first
+    outcome is its afterstate leaf, holding the afterstate's value; the outcomes progressive
+    widening adds are draws of the search's own, evaluated with their shapes in hand and
+    searched on."""
+    params = PARAMS.model_copy(update={"chance_outcomes": 4, "simulations": 200})
+    r = search(game, evaluator(game), one_shape, params, np.random.default_rng(7), noise=False)
+    tree, value = r.tree, evaluator(game)
+    later = deeper = 0
+    for b in range(one_shape.shape[0]):
+        for first in tree.children[b, 0][tree.children[b, 0] >= 0]:
+            assert tree.terminal[b, first] and tree.exact[b, first] == UNKNOWN
+            _, _, expected = value(game.afterstate(tree.states[b, first:first + 1]))
+            np.testing.assert_allclose(tree.value_sum[b, first] / tree.visits[b, first], expected, rtol=1e-6)
+            c = tree.next_outcome[b, first]
+            while c >= 0:
+                later += 1
+                assert tree.parent[b, c] == 0 and tree.chance[b, c]
+                if tree.exact[b, c] == UNKNOWN:  # not a draw that ended the game: a position to search
+                    assert not tree.terminal[b, c] and (slots(game, tree.states[b, c]) != 0).any()
+                    deeper += int((tree.children[b, c] >= 0).any())
+                c = tree.next_outcome[b, c]
+    assert later > 10 and deeper > 0
+
+
 def test_determinized_trees_with_afterstates(game, one_shape):
     """``K`` trees per root: with every path stopping before a draw, they are the same tree."""
     r = search(game, evaluator(game), one_shape[:1], PARAMS, np.random.default_rng(7), noise=False,

@@ -149,13 +149,16 @@ def test_determinized_trees_each_plan_on_their_own_future(game, twins):
     assert len(refills) == k
 
 
-def test_chance_outcomes_each_draw_their_own_future(game, twins):
+@pytest.mark.parametrize("afterstates", [False, True])
+def test_chance_outcomes_each_draw_their_own_future(game, twins, afterstates):
     """Chance nodes (``chance_outcomes > 1``): the outcomes of one root move hold different
     refills, each drawn from the search's generator, none the real game's next shapes; and the
-    twins still get the same search. The control: a game whose ``reseed`` keeps the real stream
-    puts the real refill in every outcome."""
+    twins still get the same search. With afterstates too, the first outcome is the afterstate
+    (its stored draw the search's, never read) and the others are searched past their draws.
+    The control: a game whose ``reseed`` keeps the real stream puts the real refill in every
+    outcome."""
     a, b = twins
-    params = PARAMS.model_copy(update={"chance_outcomes": 4})
+    params = PARAMS.model_copy(update={"chance_outcomes": 4, "afterstates": afterstates})
     ra = search(game, evaluator(game), a.data, params, np.random.default_rng(7), noise=False)
     rb = search(game, evaluator(game), b.data, params, np.random.default_rng(7), noise=False)
     assert np.array_equal(ra.visits, rb.visits) and np.array_equal(ra.policy, rb.policy)
