@@ -219,6 +219,12 @@ def test_afterstates_and_chance_nodes_combine(tmp_path):
     assert load_params(write(tmp_path, "mcts: {chance_outcomes: 4}\n", "default.yaml")).mcts.afterstates
 
 
+def test_bootstrapping_at_afterstates_needs_them(tmp_path):
+    lines = problems(write(tmp_path, "mcts: {afterstates: false}\ntrain: {bootstrap: afterstate}\n"))
+    assert lines == ["train.bootstrap: afterstate needs mcts.afterstates: true"]
+    assert load_params(write(tmp_path, "train: {bootstrap: afterstate}\n", "ok.yaml")).train.bootstrap == "afterstate"
+
+
 def test_wrong_game_name(tmp_path):
     lines = problems(write(tmp_path, "game: {name: chess}\n"))
     assert len(lines) == 1 and lines[0].startswith("game.name: must be one of")

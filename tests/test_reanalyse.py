@@ -146,3 +146,82 @@ def test_broken_games_files_are_refused(played, tmp_path):
     (tmp_path / "shard-000.games.parquet").write_bytes(b"not parquet")
     with pytest.raises(TriError, match=r"games files cannot be read"):
         reanalyse.game_ends(tmp_path)
+
+
+def afterstate_reference(rewards, drew, after, values, terminal, gamma, n):
+    """``train.bootstrap: afterstate`` by a plain loop: the rewards up to the last drawing move
+    within reach, then that move's afterstate value; else the n-step target."""
+    T = len(rewards)
+    end = T if terminal else T - 1
+    out = []
+    for t in range(T):
+        reach = min(t + (n or end), end) if t < end else t
+        drawing = [k for k in range(t, reach) if drew[k]]
+        if drawing:
+            k = drawing[-1]
+            z = sum(gamma ** (j - t) * rewards[j] for j in range(t, k + 1)) + gamma ** (k + 1 - t) * after[k]
+        else:
+            boot = 0.0 if reach == T else values[reach] if reach < end or not terminal else 0.0
+            z = sum(gamma ** (j - t) * rewards[j] for j in range(t, reach)) + gamma ** (reach - t) * boot
+        out.append(z)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 10])
+@pytest.mark.parametrize("pattern", ["cycle", "random"])
+def test_afterstate_targets_match_a_plain_loop(terminal, n, pattern):
+    rng = np.random.default_rng(n * 4 + terminal + 2 * (pattern == "cycle"))
+    for T in (1, 2, 3, 7, 20):
+        rewards, after, values = rng.random(T), 10 * rng.random(T), 10 * rng.random(T)
+        drew = np.arange(T) % 3 == 2 if pattern == "cycle" else rng.random(T) < 0.3
+        got = reanalyse.afterstate_bootstrapped(rewards, drew, after, values, terminal, 0.9, n)
+        np.testing.assert_allclose(got, afterstate_reference(rewards, drew, after, values, terminal, 0.9, n),
+                                   rtol=1e-5, atol=1e-5, err_msg=f"T={T}")
+
+
+def test_no_draw_in_reach_is_the_n_step_target():
+    """Without a drawing move the targets are those of the positions' values n moves on; and a
+    draw within reach makes the target independent of everything after that draw."""
+    from tri.episodes import value_targets
+
+    rng = np.random.default_rng(0)
+    rewards, after, values = rng.random(12), rng.random(12), rng.random(12)
+    none = np.zeros(12, bool)
+    for terminal in (True, False):
+        np.testing.assert_allclose(reanalyse.afterstate_bootstrapped(rewards, none, after, values, terminal, 0.9, 4),
+                                   value_targets(rewards, values, terminal, 0.9, False, 4), rtol=1e-6)
+    drew = np.arange(12) % 3 == 2
+    base = reanalyse.afterstate_bootstrapped(rewards, drew, after, values, True, 0.9, 3)
+    later = rewards.copy()
+    later[6:] += 5.0  # what the draw at move 5 brought: moves 6 on
+    moved = reanalyse.afterstate_bootstrapped(later, drew, after, values, True, 0.9, 3)
+    np.testing.assert_array_equal(moved[:6], base[:6])
+    assert (moved[6:] != base[6:]).all()
+
+
+def test_training_bootstraps_every_folder_at_afterstates(played, tmp_path):
+    """``train.bootstrap: afterstate``: every game of every folder, the newest too, is recomputed;
+    with the afterstates valued at a constant, the targets are the sums to each refill plus it."""
+    game, (older, newest) = played["game"], played["folders"]
+    params = with_section(SELFPLAY, "train", bootstrap="afterstate")
+    result = train.run(params, played["root"] / "m2.pt", [older, newest], tmp_path / "c.pt")
+    rows = sum(len(read_positions(layout.shard_paths(f), game, ["move"])) for f in (older, newest))
+    assert result.reanalysed_positions == rows
+    plain = train.run(SELFPLAY, played["root"] / "m2.pt", [older, newest], tmp_path / "d.pt")
+    assert load_checkpoint(tmp_path / "c.pt").model_id != load_checkpoint(tmp_path / "d.pt").model_id
+    positions = read_positions(layout.shard_paths(newest), game, [*reanalyse.COLUMNS, "root_value", "action", "state"])
+    ends = reanalyse.game_ends(newest)
+    step = game.step(positions["state"].to_numpy().astype(np.uint64), positions["action"].to_numpy())
+    drew = np.asarray(step.chance, bool)
+    assert drew.any() and not drew.all()
+    targets = reanalyse.afterstate_targets(positions, ends, drew, lambda r: np.full(r.size, 7.0),
+                                           discount=0.9, td_steps=3, where="the folder")
+    terminal = dict(zip(ends["game"].to_list(), ends["terminal"].to_list()))
+    ids, moves = positions["game"].to_numpy(), positions["move"].to_numpy()
+    for gid in np.unique(ids):
+        rows = np.flatnonzero(ids == gid)[np.argsort(moves[ids == gid])]
+        r = positions["reward"].to_numpy()[rows]
+        expected = afterstate_reference(r, drew[rows], np.full(rows.size, 7.0),
+                                        positions["root_value"].to_numpy()[rows], terminal[gid], 0.9, 3)
+        np.testing.assert_allclose(targets[rows], expected, rtol=1e-5, atol=1e-5)

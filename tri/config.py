@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, \
     YamlConfigSettingsSource
 
-from tri.errors import ParamsError
+from tri.errors import ParamsError, format_errors
 from tri.games import DEFAULT_GAME, GAMES, REGISTRY, entry
 
 DEFAULT_PARAMS = Path("params.yaml")
@@ -207,6 +207,12 @@ class TrainParams(BaseModel):
                                               "position, no search; selfplay.td_steps moves on, "
                                               "mcts.discount) instead of their own search's (tri.reanalyse; "
                                               "+16 per generation, see README); two-player: unused")
+    bootstrap: Literal["position", "afterstate"] = Field(
+        "position", description="single-player: where a value target bootstraps, selfplay.td_steps moves on "
+                                "at most; position: the value of the position reached (its search's, or "
+                                "reanalysed); afterstate: the starting network's value of the afterstate of "
+                                "the last refill within reach (needs mcts.afterstates), so no draw after it "
+                                "moves the target; every game of the window is recomputed (tri.reanalyse)")
     threads: int = Field(2, gt=0, le=1024, description="torch threads: part of the result (float summation "
                                                        "order); at most 1024, more than any machine has "
                                                        "cores")
@@ -268,6 +274,12 @@ class Params(BaseSettings):
     train: TrainParams = TrainParams()
     arena: ArenaParams = ArenaParams()
 
+    @model_validator(mode="after")
+    def _afterstates_to_bootstrap_at(self) -> Params:
+        if self.train.bootstrap == "afterstate" and not self.mcts.afterstates:
+            raise ValueError("train.bootstrap: afterstate needs mcts.afterstates: true")
+        return self
+
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings],
                                    init_settings: PydanticBaseSettingsSource,
@@ -299,46 +311,6 @@ class Runtime(BaseSettings):
                                                        "e.g. tcp://10.0.0.5:8786")
     champions: Path | None = Field(None, description="folder of the shipped champions (GAME.pt and its card "
                                                      "GAME.json); default: the checkout's models/champions")
-
-
-_MESSAGES = {
-    "greater_than": "must be > {gt}",
-    "greater_than_equal": "must be >= {ge}",
-    "less_than": "must be < {lt}",
-    "less_than_equal": "must be <= {le}",
-    "extra_forbidden": "unknown setting",
-    "missing": "is required",
-    "int_type": "must be an integer",
-    "int_parsing": "must be an integer",
-    "int_from_float": "must be an integer",
-    "float_type": "must be a number",
-    "float_parsing": "must be a number",
-    "bool_type": "must be true or false",
-    "bool_parsing": "must be true or false",
-    "literal_error": "must be one of {expected}",
-    "model_type": "must be a mapping of settings",
-    "model_attributes_type": "must be a mapping of settings",
-    "dict_type": "must be a mapping of settings",
-    "tuple_type": "must be a list",
-    "list_type": "must be a list",
-}
-
-
-def format_errors(error: ValidationError) -> list[str]:
-    """One ``section.key: problem`` line per validation error."""
-    lines = []
-    for e in error.errors(include_url=False):
-        loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-"))
-        template = _MESSAGES.get(e["type"])
-        if template:
-            try:
-                msg = template.format(**(e.get("ctx") or {}))
-            except (KeyError, IndexError):
-                msg = e["msg"]
-        else:
-            msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        lines.append(f"{loc}: {msg}" if loc else msg)
-    return lines
 
 
 def load_params(path: str | Path | None = None) -> Params:

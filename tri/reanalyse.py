@@ -13,6 +13,15 @@ target sums over are still the ones the game met, never the network's guess.
 Which games: those whose ``model_id`` (the games sidecar's) is not the starting network's. The
 newest self-play was usually played by that very network, and its search values are better
 estimates than the same network's raw value, so it keeps them.
+
+**Bootstrapping at afterstates** (``train.bootstrap: afterstate``, with ``mcts.afterstates``).
+A target bootstrapped ``n`` moves on still carries every draw within those moves: the refill a
+game happened to get decides what the next placements score. Here every game of the window
+(the newest too) is recomputed so that a position's target sums its rewards only up to the last
+refill within ``n`` moves and then adds the starting network's value of that refill's
+*afterstate*, the position before the draw, which the network learns as the expectation over
+every draw (:mod:`tri.afterstates`). With ``td_steps: 3`` (one cycle of three placements) a
+target holds no draw at all, only the shapes already in hand and the moves played.
 """
 
 from __future__ import annotations
@@ -64,22 +73,16 @@ def game_ends(folder: Path) -> pl.DataFrame:
     return frame
 
 
-def reanalysed_targets(positions: pl.DataFrame, ends: pl.DataFrame, value_of: Callable[[np.ndarray], np.ndarray],
-                       *, keep_model: str, discount: float, td_steps: int, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """New value targets ``[P]`` (float32, in ``positions``' row order) and which rows were
-    reanalysed (``[P]`` bool). ``positions``: one self-play folder's :data:`COLUMNS`; ``ends``:
-    its :func:`game_ends`; ``value_of(rows [R]) -> [R]``: the network's value of those rows'
-    states (called once, with the rows of every game to reanalyse). Games played by
-    ``keep_model`` keep their targets. Each other game must hold its moves ``0..T-1`` once; its
-    targets become :func:`~tri.episodes.value_targets` of its recorded rewards and end, with the
-    network's values in place of the search's. Raises :class:`TriError` (naming ``where``) for
-    positions of a game the games files do not list, or a game with a missing or repeated move."""
-    targets = positions["value_target"].to_numpy().astype(np.float32, copy=True)
+def _games(positions: pl.DataFrame, ends: pl.DataFrame, where: str, keep_model: str | None = None
+           ) -> list[tuple[np.ndarray, bool]]:
+    """``(rows in move order [T], terminal)`` of each game of ``positions`` (a self-play folder's
+    ``game`` and ``move`` columns) not played by ``keep_model``, checked against ``ends``
+    (:func:`game_ends`): every game listed, each holding its moves ``0..T-1`` once."""
     info = dict(zip(ends["game"].to_list(), zip(ends["terminal"].to_list(), ends["model_id"].to_list())))
     game_ids, moves = positions["game"].to_numpy(), positions["move"].to_numpy()
     order = np.lexsort((moves, game_ids))
     starts = np.flatnonzero(np.r_[True, game_ids[order][1:] != game_ids[order][:-1]]) if order.size else order
-    games = []  # (rows of one game in move order, terminal) for each game to reanalyse
+    games = []
     for lo, hi in zip(starts, np.r_[starts[1:], order.size]):
         rows = order[lo:hi]
         gid = int(game_ids[rows[0]])
@@ -91,6 +94,21 @@ def reanalysed_targets(positions: pl.DataFrame, ends: pl.DataFrame, value_of: Ca
         if not np.array_equal(moves[rows], np.arange(rows.size)):
             raise TriError(f"train.reanalyse: {where}: game {gid} does not hold each of its moves 0-{rows.size - 1} once")
         games.append((rows, bool(terminal)))
+    return games
+
+
+def reanalysed_targets(positions: pl.DataFrame, ends: pl.DataFrame, value_of: Callable[[np.ndarray], np.ndarray],
+                       *, keep_model: str, discount: float, td_steps: int, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """New value targets ``[P]`` (float32, in ``positions``' row order) and which rows were
+    reanalysed (``[P]`` bool). ``positions``: one self-play folder's :data:`COLUMNS`; ``ends``:
+    its :func:`game_ends`; ``value_of(rows [R]) -> [R]``: the network's value of those rows'
+    states (called once, with the rows of every game to reanalyse). Games played by
+    ``keep_model`` keep their targets. Each other game must hold its moves ``0..T-1`` once; its
+    targets become :func:`~tri.episodes.value_targets` of its recorded rewards and end, with the
+    network's values in place of the search's. Raises :class:`TriError` (naming ``where``) for
+    positions of a game the games files do not list, or a game with a missing or repeated move."""
+    targets = positions["value_target"].to_numpy().astype(np.float32, copy=True)
+    games = _games(positions, ends, where, keep_model)
     changed = np.zeros(len(positions), bool)
     if not games:
         return targets, changed
@@ -102,3 +120,57 @@ def reanalysed_targets(positions: pl.DataFrame, ends: pl.DataFrame, value_of: Ca
     for rows, terminal in games:
         targets[rows] = value_targets(rewards[rows], values[rows], terminal, discount, False, td_steps)
     return targets, changed
+
+
+def afterstate_bootstrapped(rewards: np.ndarray, drew: np.ndarray, after_values: np.ndarray,
+                            values: np.ndarray, terminal: bool, discount: float, td_steps: int) -> np.ndarray:
+    """One game's value targets ``[T]`` bootstrapped at afterstates (``train.bootstrap:
+    afterstate``). ``rewards [T]``; ``drew [T]``: move ``t``'s step drew (the refill);
+    ``after_values [T]``: the network's value of move ``t``'s afterstate (read where ``drew``);
+    ``values [T]``: each position's recorded value (the search's), for a target with no drawing
+    move in reach. Position ``t``'s target sums the discounted rewards of its moves up to the
+    last one, ``k``, within ``td_steps`` (0: to the game's end) that drew, and adds
+    ``discount^(k + 1 - t) * after_values[k]``: the expectation over that draw and everything
+    after it, so no draw after ``k`` moves the target. With no drawing move in reach it is
+    :func:`~tri.episodes.value_targets`' (0 past a finished game's end; a cut game's last
+    position bootstraps from its own value)."""
+    n = rewards.shape[0]
+    end = n if terminal else n - 1
+    if end <= 0:  # no move to sum: a cut game's one position, or a game over before it began
+        return value_targets(rewards, values, terminal, discount, False, td_steps)
+    horizon = td_steps if td_steps > 0 else end
+    t = np.arange(end + 1)
+    reach = np.minimum(t + horizon, end)  # rewards t .. reach - 1 are within reach
+    value = np.zeros(end + 1, np.float64)
+    value[:end] = values[:end]
+    value[end] = 0.0 if terminal else float(values[n - 1])
+    last = np.maximum.accumulate(np.where(drew[:end], np.arange(end), -1))  # the last drawing move <= j
+    k = np.where(reach > t, last[np.maximum(reach - 1, 0)], -1)
+    at = k >= t
+    stop = np.where(at, k + 1, reach)
+    z = discount ** (stop - t) * np.where(at, after_values[np.maximum(k, 0)], value[reach])
+    for j in range(min(horizon, end)):
+        live = t + j < stop
+        z[live] += discount ** j * rewards[t[live] + j]
+    return z[:n].astype(np.float32)
+
+
+def afterstate_targets(positions: pl.DataFrame, ends: pl.DataFrame, drew: np.ndarray,
+                       after_value_of: Callable[[np.ndarray], np.ndarray], *, discount: float, td_steps: int,
+                       where: str) -> np.ndarray:
+    """New value targets ``[P]`` (float32, ``positions``' row order) of every game of one self-play
+    folder, bootstrapped at afterstates (:func:`afterstate_bootstrapped`). ``positions``: the
+    folder's :data:`COLUMNS` and ``root_value``; ``ends``: its :func:`game_ends`; ``drew [P]``:
+    the row's move drew; ``after_value_of(rows [R]) -> [R]``: the network's value of those rows'
+    afterstates (called once, with every drawing row). Raises :class:`TriError` as
+    :func:`reanalysed_targets` does."""
+    targets = positions["value_target"].to_numpy().astype(np.float32, copy=True)
+    games = _games(positions, ends, where)
+    after_values = np.zeros(len(positions), np.float64)
+    if drew.any():
+        after_values[drew] = after_value_of(np.flatnonzero(drew))
+    rewards, values = positions["reward"].to_numpy(), positions["root_value"].to_numpy()
+    for rows, terminal in games:
+        targets[rows] = afterstate_bootstrapped(rewards[rows], drew[rows], after_values[rows], values[rows],
+                                                terminal, discount, td_steps)
+    return targets

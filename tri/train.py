@@ -86,8 +86,8 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
                  afterstates: bool = False) -> tuple[dict[str, np.ndarray], int, int, float, int]:
     """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``,
     ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; with
-    ``reanalyse(folder, positions, states) -> (targets, changed)`` (:func:`_reanalyser`) applied
-    to every folder but the last (``progress`` hears of each), how many targets it recomputed and
+    ``reanalyse`` (:class:`_Reanalyser`) applied to every folder but the last, or to every folder
+    (``reanalyse.every_folder``; ``progress`` hears of each), how many targets it recomputed and
     their mean change; and with ``afterstates`` (``mcts.afterstates``), after the positions, each
     folder's afterstate rows (:mod:`tri.afterstates`: no legal action, no policy) and how many."""
 
@@ -106,10 +106,11 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
 
     frames, reanalysed, change = [], 0, 0.0
     after_states, after_targets = [], []
-    bar = meter("reanalyse", len(folders) - 1, "folders", progress) if reanalyse and len(folders) > 1 else None
+    redone = 0 if reanalyse is None else len(folders) if reanalyse.every_folder else len(folders) - 1
+    bar = meter("reanalyse", redone, "folders", progress) if redone else None
     for k, (folder, paths) in enumerate(zip(folders, paths_per_folder)):
-        older = reanalyse is not None and k < len(folders) - 1
-        extra = (reanalysis.COLUMNS if older else []) + (_AFTER_COLUMNS if afterstates else [])
+        older = k < redone
+        extra = (reanalyse.columns if older else []) + (_AFTER_COLUMNS if afterstates else [])
         frame = read_positions(paths, game, list(dict.fromkeys(columns + extra)), validate=True)
         states = frame["state"].to_numpy().astype(np.uint64, copy=False) if older or afterstates else None
         if older:
@@ -142,23 +143,51 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
     return data, new, reanalysed, change / reanalysed if reanalysed else 0.0, added
 
 
-def _reanalyser(params: Params, game, best: Checkpoint, device: str):
-    """``train.reanalyse``'s ``(folder, positions, states [P, L]) -> (targets [P], changed [P])``
-    (:func:`tri.reanalyse.reanalysed_targets`) with the starting network ``best``'s values,
-    computed before training on training's ``device`` in its number format (``train.precision``);
-    None when off, and for a two-player game (its targets are outcomes: nothing to bootstrap)."""
-    if not params.train.reanalyse or game.num_players != 1:
-        return None
-    dtype = getattr(torch, resolve_precision(params.train.precision, device))
+@dataclass(frozen=True)
+class _Reanalyser:
+    """Value targets recomputed before training: ``fn(folder, positions, states [P, L]) ->
+    (targets [P], changed [P])`` on each folder's ``columns``, the newest folder too when
+    ``every_folder``."""
+
+    fn: Callable[[Path, object, np.ndarray], tuple[np.ndarray, np.ndarray]]
+    columns: list[str]
+    every_folder: bool
+
+    def __call__(self, folder: Path, positions, states: np.ndarray):
+        return self.fn(folder, positions, states)
+
+
+def _reanalyser(params: Params, game, best: Checkpoint, device: str) -> _Reanalyser | None:
+    """The targets' recomputation with the starting network ``best``'s values, on training's
+    ``device`` in its number format (``train.precision``): ``train.bootstrap: afterstate``
+    (:func:`tri.reanalyse.afterstate_targets`, every folder), else ``train.reanalyse``
+    (:func:`tri.reanalyse.reanalysed_targets`, the older folders' games another network played);
+    None when neither, and for a two-player game (its targets are outcomes: nothing to bootstrap)."""
+    tp, single = params.train, game.num_players == 1
+    dtype = getattr(torch, resolve_precision(tp.precision, device))
+    discount, td_steps = params.mcts.discount, params.selfplay.td_steps
+
+    def values(states: np.ndarray) -> np.ndarray:
+        return reanalysis.network_values(best.model, game, states, dtype, device)
+
+    def at_afterstates(folder: Path, positions, states: np.ndarray):
+        step = game.step(states, positions["action"].to_numpy())
+        drew = np.ones(len(states), bool) if step.chance is None else np.asarray(step.chance, bool)
+        targets = reanalysis.afterstate_targets(
+            positions, reanalysis.game_ends(folder), drew, lambda rows: values(game.afterstate(step.states[rows])),
+            discount=discount, td_steps=td_steps, where=f"self-play folder {folder}")
+        return targets, np.ones(len(states), bool)
 
     def reanalyse(folder: Path, positions, states: np.ndarray):
         return reanalysis.reanalysed_targets(
-            positions, reanalysis.game_ends(folder),
-            lambda rows: reanalysis.network_values(best.model, game, states[rows], dtype, device),
-            keep_model=best.model_id, discount=params.mcts.discount, td_steps=params.selfplay.td_steps,
-            where=f"self-play folder {folder}")
+            positions, reanalysis.game_ends(folder), lambda rows: values(states[rows]),
+            keep_model=best.model_id, discount=discount, td_steps=td_steps, where=f"self-play folder {folder}")
 
-    return reanalyse
+    if single and tp.bootstrap == "afterstate" and game.stochastic:
+        return _Reanalyser(at_afterstates, reanalysis.COLUMNS + ["root_value", "action"], every_folder=True)
+    if single and tp.reanalyse:
+        return _Reanalyser(reanalyse, reanalysis.COLUMNS, every_folder=False)
+    return None
 
 
 def _lr(step: int, total: int, params) -> float:
