@@ -208,7 +208,7 @@ def test_training_bootstraps_every_folder_at_afterstates(played, tmp_path):
     result = train.run(params, played["root"] / "m2.pt", [older, newest], tmp_path / "c.pt")
     rows = sum(len(read_positions(layout.shard_paths(f), game, ["move"])) for f in (older, newest))
     assert result.reanalysed_positions == rows
-    plain = train.run(SELFPLAY, played["root"] / "m2.pt", [older, newest], tmp_path / "d.pt")
+    train.run(SELFPLAY, played["root"] / "m2.pt", [older, newest], tmp_path / "d.pt")
     assert load_checkpoint(tmp_path / "c.pt").model_id != load_checkpoint(tmp_path / "d.pt").model_id
     positions = read_positions(layout.shard_paths(newest), game, [*reanalyse.COLUMNS, "root_value", "action", "state"])
     ends = reanalyse.game_ends(newest)
