@@ -161,7 +161,7 @@ def afterstate_reference(rewards, drew, after, values, terminal, gamma, n):
             k = drawing[-1]
             z = sum(gamma ** (j - t) * rewards[j] for j in range(t, k + 1)) + gamma ** (k + 1 - t) * after[k]
         else:
-            boot = 0.0 if reach == T else values[reach] if reach < end or not terminal else 0.0
+            boot = 0.0 if reach == T else values[reach]  # past a finished game's end: nothing
             z = sum(gamma ** (j - t) * rewards[j] for j in range(t, reach)) + gamma ** (reach - t) * boot
         out.append(z)
     return np.array(out)

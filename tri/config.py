@@ -275,7 +275,7 @@ class Params(BaseSettings):
     arena: ArenaParams = ArenaParams()
 
     @model_validator(mode="after")
-    def _afterstates_to_bootstrap_at(self) -> Params:
+    def _bootstrap_needs_afterstates(self) -> Params:
         if self.train.bootstrap == "afterstate" and not self.mcts.afterstates:
             raise ValueError("train.bootstrap: afterstate needs mcts.afterstates: true")
         return self
