@@ -23,7 +23,7 @@ import tri.arena as arena
 import tri.players as players
 from tri.arena import arena_seeds, mean_ci, t_quantile
 from tri.arena_result import ArenaResult, load_result
-from tri.config import Runtime
+from tri.config import Runtime, recipe_params
 from tri.errors import TriError
 
 from tests.pipeline_fixtures import (OTHER_BOARD, PARAMS, assert_clean_error, fake_episodes, game_of, save_model,
@@ -140,6 +140,14 @@ def test_rule_threshold_and_strict_inequality(monkeypatch):
     assert r.promote is False and r.losses == 11
 
 
+def test_rule_always_promotes_every_candidate_and_still_measures(monkeypatch):
+    """No gate: a clearly worse candidate is promoted, and the comparison is still reported."""
+    b = np.linspace(1.0, 3.0, 11)
+    r = _fake_arena(monkeypatch, (b - 2.0).tolist(), b.tolist(), rule="always")
+    assert r.promote is True and r.rule == "always"
+    assert r.diff_mean == pytest.approx(-2.0) and r.losses == 11
+
+
 # ---- the decision rule, on real games -----------------------------------------------------------
 
 
@@ -155,6 +163,15 @@ def test_greedy_beats_random_and_not_the_other_way():
     mean_rule = with_section(PARAMS, "arena", rule="mean")
     assert arena.run(mean_rule, "greedy", "random", games=20, runtime=ONE).promote is True
     assert arena.run(mean_rule, "random", "greedy", games=20, runtime=ONE).promote is False
+
+
+def test_rule_always_promotes_a_losing_two_player_candidate():
+    params = with_section(recipe_params("tictactoe"), "arena", rule="always")
+    r = arena.run(params, "random", "uct:200", games=6, seed=4, runtime=ONE)
+    assert r.score_rate < params.arena.win_rate  # random loses to the search ...
+    assert r.promote is True and r.rule == "always"  # ... and is promoted all the same
+    gated = arena.run(with_section(params, "arena", rule="mean"), "random", "uct:200", games=6, seed=4, runtime=ONE)
+    assert gated.promote is False and gated.score_rate == r.score_rate
 
 
 def test_same_player_is_never_promoted_over_itself():

@@ -252,13 +252,16 @@ class ArenaParams(BaseModel):
     max_moves: int = Field(1000, gt=0, description="a game is cut after this many moves")
     concurrent: int = Field(32, gt=0, description="games in flight at once: the batch of the players' "
                                                   "searches; more: faster, more memory")
-    rule: Literal["ci_lower", "mean"] = Field("mean", description="single-player: promote when the paired "
-                                                                  "difference's lower 95% bound (ci_lower) "
-                                                                  "or its mean (mean) is above threshold")
+    rule: Literal["ci_lower", "mean", "always"] = Field(
+        "mean", description="single-player: promote when the paired difference's lower 95% bound "
+                            "(ci_lower) or its mean (mean) is above threshold; always (any game): promote "
+                            "every candidate, no gate (as AlphaZero), the arena only measures: cut games "
+                            "to make it cheap")
     threshold: float = Field(0.0, description="single-player: the score difference (candidate - best) that "
                                               "rule's bound must exceed to promote")
     win_rate: float = Field(0.55, ge=0, le=1, description="two-player: promote when the candidate's score "
-                                                          "rate (win 1, draw 1/2) reaches this")
+                                                          "rate (win 1, draw 1/2) reaches this (unless "
+                                                          "rule is always)")
     seed: int = Field(1, ge=0, le=MAX_SEED, description="seed of the arena's games and searches (with the "
                                                         "generation; never self-play's); at most 2**63 - 1")
 
