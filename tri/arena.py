@@ -20,6 +20,7 @@ the device ``TRI_DEVICE`` resolves to (:func:`tri.device.resolve_device`), torch
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -244,10 +245,9 @@ def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int,
         diff = sa - sb
         d_mean, d_low, d_high = mean_ci(diff)
         bound = d_low if ap.rule == "ci_lower" else d_mean
-        rule, promote = (("always", True) if ap.rule == "always"
-                         else (f"{ap.rule} > {ap.threshold:g}", bool(bound > ap.threshold)))
         result = ArenaResult(
-            game=game.name, a=_report(a, ea), b=_report(b, eb), games=n, rule=rule, promote=promote,
+            game=game.name, a=_report(a, ea), b=_report(b, eb), games=n,
+            rule=f"{ap.rule} > {ap.threshold:g}", promote=bool(bound > ap.threshold),
             diff_mean=d_mean, diff_low=d_low, diff_high=d_high,
             wins=int((diff > 1e-9).sum()), ties=int((np.abs(diff) <= 1e-9).sum()),
             losses=int((diff < -1e-9).sum()), seeds=seeds.tolist(), scores_a=sa.tolist(), scores_b=sb.tolist())
@@ -263,10 +263,11 @@ def _play(game, ap, a: str, b: str, agent_a, agent_b, seeds: np.ndarray, n: int,
         result = ArenaResult(
             game=game.name, a=PlayerReport(a, rate, low, high, float(np.mean([g.steps for g in e.games]))),
             b=PlayerReport(b, 1 - rate, 1 - high, 1 - low, float(np.mean([g.steps for g in e.games]))),
-            games=2 * n, rule="always" if ap.rule == "always" else f"score rate >= {ap.win_rate:g}",
-            promote=ap.rule == "always" or bool(rate >= ap.win_rate), paired=False,
+            games=2 * n, rule=f"score rate >= {ap.win_rate:g}", promote=bool(rate >= ap.win_rate), paired=False,
             wins=int((outcome > 0).sum()), ties=int((outcome == 0).sum()), losses=int((outcome < 0).sum()),
             score_rate=rate, seeds=both.tolist(), scores_a=points.tolist(), scores_b=(1 - points).tolist())
+    if ap.rule == "always":  # no gate: the games only measure
+        result = dataclasses.replace(result, rule="always", promote=True)
     return result
 
 
