@@ -6,6 +6,7 @@ the small board of the pipeline tests, with a few seeds."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -17,14 +18,15 @@ from tri.config import Runtime
 from tri.episodes import run_episodes
 from tri.errors import TriError
 from tri.evaluate import TriangleEval, eval_seeds, format_triangle, run, run_triangle
-from tri.evaluate.triangle import EVAL_DOMAIN
+from tri.evaluate.triangle import EVAL_DOMAIN, conditions
 from tri.games.kinrow.connect4 import Connect4Game
 from tri.games.triangle.game import TriangleGame
 from tri.net import initial_checkpoint, save_checkpoint
 from tri.players import GreedyAgent, RandomAgent
 from tri.selfplay import game_seeds
 
-from tests.pipeline_fixtures import PARAMS, SMALL_BOARD, TINY_NET, assert_clean_error, tri_cli, write_params
+from tests.pipeline_fixtures import (OTHER_BOARD, PARAMS, SMALL_BOARD, TINY_NET, assert_clean_error, tri_cli,
+                                     write_params)
 
 CPU = Runtime(workers=1, device="cpu")
 GAMES = 6
@@ -123,6 +125,64 @@ def test_bad_inputs_are_user_errors(tmp_path):
         run(PARAMS, "chess", "greedy")
 
 
+def _timeless(result: TriangleEval) -> dict:
+    return {k: v for k, v in result.to_dict().items() if k not in ("seconds", "baseline_file")}
+
+
+def test_a_saved_result_is_the_baseline_without_playing_it_again(tmp_path):
+    saved = tmp_path / "greedy.json"
+    run_triangle(PARAMS, "greedy", baseline="random", games=GAMES, seed=4, out=saved, runtime=CPU)
+    played = run_triangle(PARAMS, "random", baseline="greedy", games=GAMES, seed=4, runtime=CPU)
+    replayed = run_triangle(PARAMS, "random", baseline=str(saved), games=GAMES, seed=4, runtime=CPU)
+    assert _timeless(replayed) == _timeless(played)  # the same pairing, figure for figure
+    assert replayed.baseline_file == str(saved) and played.baseline_file is None
+    assert replayed.conditions == played.conditions == conditions(PARAMS)
+    assert f"greedy (baseline, from {saved})" in format_triangle(replayed)
+    # The file's player is read, never built: a name no player spec knows still pairs.
+    record = json.loads(saved.read_text())
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps({**record, "player": "an agent of another machine"}))
+    four = run_triangle(PARAMS, "greedy", baseline=str(renamed), games=4, seed=4, runtime=CPU)
+    assert four.baseline == "an agent of another machine"
+    # Fewer games: the file's first seeds, where greedy (deterministic) meets its own games.
+    assert four.baseline_scores == record["scores"][:4] == four.scores
+    assert four.baseline_steps == record["steps"][:4] and (four.wins, four.ties, four.losses) == (0, 4, 0)
+
+
+def test_a_saved_baseline_that_does_not_fit_is_a_user_error(tmp_path):
+    saved = tmp_path / "greedy.json"
+    run_triangle(PARAMS, "greedy", games=GAMES, seed=4, out=saved, runtime=CPU)
+    record = json.loads(saved.read_text())
+
+    def variant(name: str, **changes) -> str:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({**record, **changes}))
+        return str(path)
+
+    other_rules = PARAMS.model_copy(update={"game": PARAMS.game.model_copy(update={"triangle": OTHER_BOARD})})
+    longer = PARAMS.model_copy(update={"arena": PARAMS.arena.model_copy(update={"max_moves": 7})})
+    cases = [
+        (PARAMS, str(tmp_path / "missing.json"), GAMES, 4, "missing.json: file not found"),
+        (PARAMS, variant("half", scores=record["scores"][:3]), GAMES, 4, "do not hold 6 games each"),
+        (PARAMS, variant("noscores", scores="many"), GAMES, 4, "not a saved tri eval triangle result (scores"),
+        (PARAMS, variant("othello", game="othello"), GAMES, 4, "a result of the game 'othello', not 'triangle'"),
+        (PARAMS, str(saved), GAMES, 0, "was played on evaluation seed 4, not 0 (use --seed 4)"),
+        (PARAMS, str(saved), GAMES + 1, 4, "holds 6 games; this evaluation plays 7"),
+        (PARAMS, variant("seeds", seeds=record["seeds"][::-1]), GAMES, 4, "its seeds are not those of evaluation seed 4"),
+        (other_rules, str(saved), GAMES, 4, "other rules (game.triangle) or arena.max_moves"),
+        (longer, str(saved), GAMES, 4, "other rules (game.triangle) or arena.max_moves"),
+    ]
+    for params, baseline, games, seed, needle in cases:
+        with pytest.raises(TriError, match=re.escape(needle)):
+            run_triangle(params, "random", baseline=baseline, games=games, seed=seed, runtime=CPU)
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(TriError, match="broken.json: not a saved tri eval triangle result"):
+        run_triangle(PARAMS, "random", baseline=str(tmp_path / "broken.json"), games=GAMES, seed=4, runtime=CPU)
+    # A file written before the conditions were recorded pairs under any params (nothing to check).
+    old = variant("old", conditions="")
+    assert run_triangle(longer, "random", baseline=old, games=GAMES, seed=4, runtime=CPU).baseline == "greedy"
+
+
 # ---- the command ---------------------------------------------------------------------------------
 
 
@@ -157,6 +217,7 @@ def test_eval_triangle_command_errors_are_one_line(project):
         (["--games", "1"], 2, "'--games': 1 is not in the range x>=2"),
         (["--baseline", "nobody"], 1, "unknown player 'nobody'"),
         (["--seed", "-3"], 2, "'--seed': -3 is not in the range"),
+        (["--baseline", "gone.json"], 1, "baseline gone.json: file not found"),
     ]:
         result = CliRunner().invoke(main, ["eval", "triangle", "greedy", *args, "--params", str(project)])
         lines = result.stderr.strip().splitlines()

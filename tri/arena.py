@@ -198,6 +198,16 @@ def counting(m: Meter, player: int | None) -> dict:
     return {"on_game": on_game, "on_moves": lambda k: m.advance(0)}
 
 
+def play_one(game, ap, agent, seeds: np.ndarray, m: Meter, k: int = 0, stop=None):
+    """A single-player game's ``agent`` plays every seed (``arena.concurrent`` games in flight, cut
+    at ``arena.max_moves``), counted into ``m`` as player ``k``; torch on one thread, so the games
+    are the same alone, paired, or on either of :func:`play_paired`'s threads. ``stop``: polled
+    before every move (:func:`tri.episodes.run_episodes`)."""
+    with torch_threads():  # in each thread: OpenMP's thread count is a per-thread setting
+        return run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
+                            stop=stop, **counting(m, k))
+
+
 def play_paired(game, ap, agent_a, agent_b, seeds: np.ndarray, m: Meter, parallel: bool):
     """A single-player game's two agents each play every seed (``arena.concurrent`` games in
     flight, cut at ``arena.max_moves``), counted into ``m`` as players 0 and 1: ``(episodes_a,
@@ -211,9 +221,7 @@ def play_paired(game, ap, agent_a, agent_b, seeds: np.ndarray, m: Meter, paralle
     stop = threading.Event()
 
     def play(k: int, agent):
-        with torch_threads():  # in each thread: OpenMP's thread count is a per-thread setting
-            return run_episodes(game, [agent], seeds, concurrent=ap.concurrent, max_moves=ap.max_moves,
-                                stop=stop.is_set, **counting(m, k))
+        return play_one(game, ap, agent, seeds, m, k, stop=stop.is_set)
 
     if not parallel:
         return play(0, agent_a), play(1, agent_b)

@@ -89,7 +89,8 @@ def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | 
 @eval_group.command("triangle")
 @click.argument("player")
 @click.option("--baseline", default="greedy", show_default=True,
-              help="The player PLAYER is compared with, on the same seeds (any player spec).")
+              help="The player PLAYER is compared with, on the same seeds (any player spec), or a "
+                   "saved result (FILE.json, from --out): its player's scores on those seeds, not played again.")
 @click.option("--games", type=click.IntRange(2), default=200, show_default=True,
               help="Paired seeds, both players playing each (at least 2, for an interval).")
 @_SIMULATIONS_OPTION
@@ -110,6 +111,9 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
     alone, never self-play's or the arena's; the games use arena.concurrent and arena.max_moves.
     --simulations sets PLAYER's budget; a baseline checkpoint path searches with
     arena.simulations in arena.determinizations trees (mcts:PATH:N sets its own).
+
+    --baseline FILE.json pairs PLAYER with the player of a saved result (this command's --out) on
+    its first --games seeds: the same --seed, and the same rules and arena.max_moves.
     """
 
     params = params_for_game(params_path, "triangle")  # another game's project: its recipe

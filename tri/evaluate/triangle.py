@@ -20,19 +20,29 @@ generation, 0xA2E4A]`` (:func:`tri.arena.arena_seeds`). A SeedSequence hashes it
 no ``seed`` and ``generation`` give an evaluation the entropy of a training stream, and a network
 is never measured on the games it learned from or was promoted on (two different streams could
 repeat a 62-bit seed only by chance: for n seeds, odds of about n^2 / 2^63).
+
+**A saved result as the baseline.** The baseline may be a JSON file this module wrote
+(``--out``): its *player's* per-seed scores are paired with PLAYER's, not played again
+(:func:`load_recorded`), so a new network is compared with a champion's published figure seed
+for seed without repeating its search, and a paired difference quoted from two files is one
+command. The file must hold at least ``games`` games of the same evaluation ``seed`` (its
+first ``games`` seeds are this evaluation's, checked), and, when it records them (files since
+2026-11-28), the same rules and ``arena.max_moves`` (:func:`conditions`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tri import atomic
-from tri.arena import mean_ci, play_paired, progress_meter
+from tri.arena import mean_ci, play_one, play_paired, progress_meter
 from tri.config import MAX_SEED, Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.errors import TriError
@@ -55,6 +65,83 @@ def eval_seeds(seed: int, games: int) -> np.ndarray:
     return (state >> np.uint64(2)).astype(np.int64)
 
 
+def conditions(params: Params) -> str:
+    """A fingerprint (16 hex digits) of what decides a seed's game besides the player: the
+    puzzle's rules (``game.triangle``) and the cut ``arena.max_moves``. Two results pair only
+    under the same conditions."""
+    blob = json.dumps({"rules": params.game.triangle.model_dump(mode="json"),
+                       "max_moves": params.arena.max_moves}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class _Saved(BaseModel):
+    """The fields of a saved result (``TriangleEval.to_json``) that a recorded baseline reads."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    game: str
+    player: str
+    simulations: int | None = None
+    trees: int = 1
+    games: int
+    seed: int
+    seeds: list[int]
+    scores: list[float]
+    steps: list[int]
+    conditions: str = ""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A saved result's player, replayed as a baseline: ``name``, ``simulations`` and ``trees``
+    as it played, and its first ``games`` ``scores [games]`` and ``steps [games]``."""
+
+    path: str
+    name: str
+    simulations: int | None
+    trees: int
+    scores: list[float]
+    steps: list[int]
+
+
+def is_recorded(spec) -> bool:
+    """Whether a baseline spec names a saved result (a ``.json`` file) rather than a player."""
+    return isinstance(spec, (str, Path)) and str(spec).lower().endswith(".json")
+
+
+def load_recorded(path: Path, params: Params, seed: int, games: int) -> Recorded:
+    """The player of the saved result at ``path`` on the first ``games`` seeds of evaluation
+    ``seed``; a :class:`~tri.errors.TriError` (one line) when the file is missing or malformed,
+    is another game's, was played on other seeds or has fewer games, or records other
+    :func:`conditions`."""
+    try:
+        saved = _Saved.model_validate_json(Path(path).read_bytes())
+    except FileNotFoundError:
+        raise TriError(f"baseline {path}: file not found") from None
+    except OSError as exc:
+        raise TriError(f"baseline {path}: cannot read it ({exc.strerror or exc})") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the file"
+        raise TriError(f"baseline {path}: not a saved tri eval triangle result ({where}: {first['msg']})") from None
+    if saved.game != "triangle":
+        raise TriError(f"baseline {path}: a result of the game {saved.game!r}, not 'triangle'")
+    if not len(saved.seeds) == len(saved.scores) == len(saved.steps) == saved.games:
+        raise TriError(f"baseline {path}: its seeds, scores and steps do not hold {saved.games} games each")
+    if saved.seed != seed:
+        raise TriError(f"baseline {path} was played on evaluation seed {saved.seed}, not {seed} "
+                       f"(use --seed {saved.seed})")
+    if saved.games < games:
+        raise TriError(f"baseline {path} holds {saved.games} games; this evaluation plays {games} "
+                       f"(use --games {saved.games} or fewer)")
+    if saved.seeds[:games] != eval_seeds(seed, games).tolist():
+        raise TriError(f"baseline {path}: its seeds are not those of evaluation seed {seed}")
+    if saved.conditions and saved.conditions != conditions(params):
+        raise TriError(f"baseline {path} was played under other rules (game.triangle) or arena.max_moves "
+                       f"than these params")
+    return Recorded(str(path), saved.player, saved.simulations, saved.trees, saved.scores[:games],
+                    saved.steps[:games])
+
+
 @dataclass
 class TriangleEval:
     """PLAYER against a baseline on ``games`` paired seeds. ``mean``, ``low``, ``high``: PLAYER's
@@ -63,7 +150,9 @@ class TriangleEval:
     PLAYER scores more, as much (within 1e-9), less. Per seed, in the order of ``seeds [N]``:
     ``scores [N]``, ``baseline_scores [N]``, ``steps [N]``, ``baseline_steps [N]``.
     ``simulations``: a player's search budget (None without search), in each of ``trees`` trees
-    per move (``baseline_trees``)."""
+    per move (``baseline_trees``). ``baseline_file``: the saved result the baseline's games were
+    read from (:func:`load_recorded`), or None when it played. ``conditions``: the rules and
+    move cap the games were played under (:func:`conditions`)."""
 
     game: str
     player: str
@@ -89,6 +178,8 @@ class TriangleEval:
     trees: int = 1
     baseline_trees: int = 1
     seconds: float = 0.0
+    baseline_file: str | None = None
+    conditions: str = ""
     seeds: list[int] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
     baseline_scores: list[float] = field(default_factory=list)
@@ -112,7 +203,8 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
     """``player`` against ``baseline`` (each a spec, see :mod:`tri.player_specs`, or an agent) on the
     ``games`` seeds of :func:`eval_seeds` ``(seed, games)``, in ``params.game.triangle``'s puzzle;
     ``simulations`` sets the search budget of ``player`` if it is a bare checkpoint path (a
-    baseline checkpoint plays ``arena.simulations``, or its own ``mcts:PATH:N``). Writes ``out``
+    baseline checkpoint plays ``arena.simulations``, or its own ``mcts:PATH:N``); a baseline
+    ending in ``.json`` is a saved result, not played again (:func:`load_recorded`). Writes ``out``
     (JSON) if given; ``progress`` hears of every game (:mod:`tri.progress`)."""
 
     start = time.perf_counter()
@@ -127,17 +219,28 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
     batch = arena_batch(ap, game, games)
     # The same generator seed for both players: common random numbers, as in the arena.
     rng_seed = [seed, EVAL_DOMAIN]
+    recorded = load_recorded(Path(baseline), params, seed, games) if is_recorded(baseline) else None
     agent, _, name, sims = make_player(player, game, params, simulations=simulations, seed=rng_seed,
                                        device=device, batch=batch)
-    base, _, base_name, base_sims = make_player(baseline, game, params, simulations=None, seed=rng_seed,
-                                                device=device, batch=batch)
+    if recorded is None:
+        base, _, base_name, base_sims = make_player(baseline, game, params, simulations=None, seed=rng_seed,
+                                                    device=device, batch=batch)
+        base_trees = getattr(base, "determinizations", 1)
+    else:
+        base_name, base_sims, base_trees = recorded.name, recorded.simulations, recorded.trees
     seeds = eval_seeds(seed, games)
     # torch_threads: as in the arena, results must not depend on the machine
     with torch_threads(), progress_meter(game, (name, base_name), games, progress) as m:
-        ours, theirs = (e.games for e in play_paired(game, ap, agent, base, seeds, m, runtime.workers > 1))
+        if recorded is None:
+            ours, theirs = (e.games for e in play_paired(game, ap, agent, base, seeds, m, runtime.workers > 1))
+            base_scores = np.array([g.score for g in theirs])
+            base_steps = [g.steps for g in theirs]
+        else:  # the baseline's games are in the file: counted as done, PLAYER plays alone
+            base_scores, base_steps = np.array(recorded.scores), list(recorded.steps)
+            m.advance(games, sum_1=float(base_scores.sum()), games_1=games)
+            ours = play_one(game, ap, agent, seeds, m).games
     scores = np.array([g.score for g in ours])
-    base_scores = np.array([g.score for g in theirs])
-    steps, base_steps = [g.steps for g in ours], [g.steps for g in theirs]
+    steps = [g.steps for g in ours]
     diff = scores - base_scores
     mean, low, high = mean_ci(scores)
     b_mean, b_low, b_high = mean_ci(base_scores)
@@ -149,8 +252,8 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
         baseline_mean_steps=float(np.mean(base_steps)), diff_mean=d_mean, diff_low=d_low, diff_high=d_high,
         wins=int((diff > TIE).sum()), ties=int((np.abs(diff) <= TIE).sum()), losses=int((diff < -TIE).sum()),
         seeds=seeds.tolist(), scores=scores.tolist(), baseline_scores=base_scores.tolist(), steps=steps,
-        baseline_steps=base_steps, trees=getattr(agent, "determinizations", 1),
-        baseline_trees=getattr(base, "determinizations", 1))
+        baseline_steps=base_steps, trees=getattr(agent, "determinizations", 1), baseline_trees=base_trees,
+        baseline_file=None if recorded is None else recorded.path, conditions=conditions(params))
     result.seconds = time.perf_counter() - start
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")
@@ -167,7 +270,8 @@ def format_triangle(result: TriangleEval) -> str:
 
     rows = [(label(result.player, result.simulations, result.trees, ""), result.mean, result.low, result.high,
              result.mean_steps),
-            (label(result.baseline, result.baseline_simulations, result.baseline_trees, " (baseline)"),
+            (label(result.baseline, result.baseline_simulations, result.baseline_trees,
+                   f" (baseline, from {result.baseline_file})" if result.baseline_file else " (baseline)"),
              result.baseline_mean,
              result.baseline_low, result.baseline_high, result.baseline_mean_steps)]
     width = max(len("player"), *(len(r[0]) for r in rows))
