@@ -24,14 +24,15 @@ from tri.errors import TriError
 
 
 def afterstate_rows(game, states: np.ndarray, actions: np.ndarray, game_ids: np.ndarray, moves: np.ndarray,
-                    targets: np.ndarray, *, where: str) -> tuple[np.ndarray, np.ndarray]:
+                    targets: np.ndarray, *, where: str, with_moves: bool = False) -> tuple[np.ndarray, ...]:
     """From one self-play folder's positions (``states [P, L]``, ``actions [P]``, ``game_ids
     [P]``, ``moves [P]``, value ``targets [P]``, any row order): the afterstate of every move whose
     step drew, ``[R, L]``, and its value target ``[R]`` float32: the target of the same game's
     position one move later, or 0 where the draw ended the game. A drawing move with neither (a
     game's last recorded move, the game cut by ``selfplay.max_moves``) gives no row. Raises
     :class:`TriError` (naming ``where``) if a recorded next position is not the state the move
-    leads to: the shard was not written by this game's self-play."""
+    leads to: the shard was not written by this game's self-play. ``with_moves``: a third array,
+    ``[R]`` the row of the move each afterstate follows."""
     if not hasattr(game, "afterstate"):
         raise TriError(f"mcts.afterstates: the game {game.name} has no afterstates")
     step = game.step(states, actions)
@@ -47,4 +48,6 @@ def afterstate_rows(game, states: np.ndarray, actions: np.ndarray, game_ids: np.
         raise TriError(f"{where}: a recorded position is not the one its game's previous move leads to")
     keep = drew & (has_next | step.terminal)
     target = np.where(has_next, targets[np.maximum(nxt, 0)], 0.0).astype(np.float32)
+    if with_moves:
+        return game.afterstate(step.states[keep]), target[keep], np.flatnonzero(keep)
     return game.afterstate(step.states[keep]), target[keep]

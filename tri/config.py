@@ -65,6 +65,12 @@ class NetParams(BaseModel):
                                                         "smaller largest return")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the initial weights (generation 0); at most "
                                                         "2**63 - 1 (torch's seeds are 64-bit)")
+    occupancy_steps: int = Field(0, ge=0, le=1000,
+                                 description="triangle: > 0 adds a head that predicts which cells are "
+                                             "occupied this many moves later (KataGo's ownership, for a "
+                                             "puzzle: a dense target that teaches the trunk how boards "
+                                             "fill and clear; tri.occupancy); trained with weight "
+                                             "train.occupancy_weight, never read by the search; 0: no head")
 
 
 class MctsParams(BaseModel):
@@ -192,6 +198,9 @@ class TrainParams(BaseModel):
     value_weight: float = Field(1.0, ge=0, description="loss = policy cross-entropy + value_weight * value "
                                                        "loss (cross-entropy single-player, squared error "
                                                        "two-player)")
+    occupancy_weight: float = Field(1.0, ge=0, description="loss weight of the occupancy head's mean per-cell "
+                                                           "binary cross-entropy, for a network with one "
+                                                           "(net.occupancy_steps > 0)")
     samples_per_position: float = Field(3.0, gt=0, description="about how often each new position is "
                                                                "sampled: steps = new positions * this / "
                                                                "batch_size, at most max_steps")

@@ -86,7 +86,9 @@ class _Block(nn.Module):
 class PolicyValueNet(nn.Module):
     """``forward(x [B, C, H, W]) -> (policy logits [B, A], value output)`` where the value output
     is ``[B, support_max + 1]`` logits (single-player) or ``[B]`` in ``[-1, 1]`` (two-player);
-    :meth:`value` turns either into ``[B]`` values."""
+    :meth:`value` turns either into ``[B]`` values. With ``net.occupancy_steps`` a third head, a
+    1x1 convolution, gives per-cell logits of occupancy that many moves later, for training only
+    (:meth:`forward_all`; :mod:`tri.occupancy`)."""
 
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, num_players: int,
                  params: NetParams):
@@ -117,11 +119,19 @@ class PolicyValueNet(nn.Module):
         if num_players == 1:
             with torch.no_grad():
                 self.value_head[-1].bias[0] = 10.0
+        # Last, so the other weights draw what they drew before the head existed.
+        self.occupancy_head = nn.Conv2d(p.channels, 1, 1) if p.occupancy_steps else None
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.forward_all(x)[:2]
+
+    def forward_all(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Training's forward: :meth:`forward`'s outputs, then the occupancy head's logits ``[B, H
+        * W]`` (``net.occupancy_steps``; None without the head)."""
         z = self.trunk(self.stem(x))
         v = self.value_head(z)
-        return self.policy_head(z), (v if self.num_players == 1 else torch.tanh(v[:, 0]))
+        occupancy = None if self.occupancy_head is None else self.occupancy_head(z).flatten(1)
+        return self.policy_head(z), (v if self.num_players == 1 else torch.tanh(v[:, 0])), occupancy
 
     def value(self, value_out: torch.Tensor) -> torch.Tensor:
         """``[B]`` values from the value head's output."""
@@ -217,9 +227,11 @@ class Checkpoint:
     optimizer: dict[str, Any] = field(default_factory=dict)
 
     def meta(self) -> dict[str, Any]:
-        return {"game": self.game, "game_config": self.game_config,
-                "net_params": self.net_params.model_dump(mode="json"), "generation": self.generation,
-                "provenance": self.provenance}
+        net = self.net_params.model_dump(mode="json")
+        if not net["occupancy_steps"]:  # no head: the bytes of checkpoints from before the setting
+            del net["occupancy_steps"]
+        return {"game": self.game, "game_config": self.game_config, "net_params": net,
+                "generation": self.generation, "provenance": self.provenance}
 
     @property
     def model_id(self) -> str:
@@ -233,6 +245,9 @@ class Checkpoint:
 
 def build_model(game, params: NetParams) -> PolicyValueNet:
     """A freshly initialised network for ``game``, its weights drawn from ``params.seed``."""
+    if params.occupancy_steps and not hasattr(game, "occupied"):
+        raise TriError(f"net.occupancy_steps: the game {game.name} has no occupancy target (the triangle "
+                       f"puzzle has); set it to 0")
     generator_state = torch.random.get_rng_state()
     try:
         torch.manual_seed(params.seed)

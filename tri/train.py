@@ -7,6 +7,9 @@ draws minibatches uniformly from the whole window, and trains
   Gumbel's improved policy; illegal actions masked), and
 - the value by cross-entropy to the two-hot encoded value target (single-player) or by squared
   error to the outcome (two-player),
+- and, for a network with an occupancy head (``net.occupancy_steps``), each cell's occupancy that
+  many moves later by binary cross-entropy (:mod:`tri.occupancy`), weighted
+  ``train.occupancy_weight``,
 
 with AdamW, a linear warm-up then cosine learning-rate schedule, and gradient clipping. With
 ``train.reanalyse`` (single-player), the value targets of the window's games another network
@@ -46,6 +49,7 @@ from tri.device import resolve_device, resolve_precision, torch_threads, trainin
 from tri.errors import TriError
 from tri.games import make_game
 from tri.net import Checkpoint, load_checkpoint, save_checkpoint, two_hot
+from tri.occupancy import future_occupancy
 from tri.progress import Report, meter
 from tri.resources import check_memory, plural
 from tri.shards import count_positions, read_positions
@@ -65,10 +69,13 @@ class TrainResult:
     reanalysed_positions: int = 0  # value targets train.reanalyse recomputed
     reanalysed_change: float = 0.0  # their mean change (new - recorded): > 0, the newer network expects more
     afterstate_positions: int = 0  # afterstate rows mcts.afterstates added to the window (tri.afterstates)
+    occupancy_loss: float | None = None  # the occupancy head's (net.occupancy_steps); None: no head
 
     def to_json(self) -> str:
-        """The metrics file: everything but the wall time, so a rerun writes the same bytes."""
-        return json.dumps({k: v for k, v in asdict(self).items() if k != "seconds"}, indent=2)
+        """The metrics file: everything but the wall time (so a rerun writes the same bytes) and an
+        occupancy loss the network has no head for."""
+        return json.dumps({k: v for k, v in asdict(self).items()
+                           if k != "seconds" and not (k == "occupancy_loss" and v is None)}, indent=2)
 
 
 # Loading holds a row about three times: the files' frames, their concatenation, the numpy arrays.
@@ -84,13 +91,16 @@ def window_row_bytes(game) -> int:
 
 
 def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | None = None,
-                 afterstates: bool = False) -> tuple[dict[str, np.ndarray], int, int, float, int]:
+                 afterstates: bool = False, occupancy_steps: int = 0,
+                 ) -> tuple[dict[str, np.ndarray], int, int, float, int]:
     """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``,
     ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; with
     ``reanalyse`` (:class:`_Reanalyser`) applied to every folder but the last, or to every folder
     (``reanalyse.every_folder``; ``progress`` hears of each), how many targets it recomputed and
     their mean change; and with ``afterstates`` (``mcts.afterstates``), after the positions, each
-    folder's afterstate rows (:mod:`tri.afterstates`: no legal action, no policy) and how many."""
+    folder's afterstate rows (:mod:`tri.afterstates`: no legal action, no policy) and how many.
+    With ``occupancy_steps`` (the network's ``net.occupancy_steps``), also ``occupancy [P, H *
+    W]`` bool, every row's target (:mod:`tri.occupancy`)."""
 
     paths_per_folder = [layout.shard_paths(f) for f in folders]
     for folder, paths in zip(folders, paths_per_folder):
@@ -98,7 +108,8 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
             raise TriError(f"self-play folder {folder}: no shards found")
     rows = sum(count_positions(paths, game) for paths in paths_per_folder)
     # Afterstates add a row per drawing move: a third of the triangle puzzle's (a cycle of three).
-    check_memory(rows * window_row_bytes(game) * (4 if afterstates else 3) // 3,
+    row_bytes = window_row_bytes(game) + (_ROW_COPIES * int(np.prod(game.obs_shape[1:])) if occupancy_steps else 0)
+    check_memory(rows * row_bytes * (4 if afterstates else 3) // 3,
                  f"train.window: {plural(len(folders), 'self-play folder')} "
                  f"{'holds' if len(folders) == 1 else 'hold'} {rows:,} positions, about {{need}} once loaded",
                  "train on fewer folders (lower train.window) or smaller ones (lower selfplay.games)")
@@ -106,14 +117,19 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
     import polars as pl
 
     frames, reanalysed, change = [], 0, 0.0
-    after_states, after_targets = [], []
+    after_states, after_targets, occupancy, after_occupancy = [], [], [], []
     redone = 0 if reanalyse is None else len(folders) if reanalyse.every_folder else len(folders) - 1
     bar = meter("reanalyse", redone, "folders", progress) if redone else None
     for k, (folder, paths) in enumerate(zip(folders, paths_per_folder)):
         older = k < redone
-        extra = (reanalyse.columns if older else []) + (_AFTER_COLUMNS if afterstates else [])
+        extra = (reanalyse.columns if older else []) + (_AFTER_COLUMNS if afterstates or occupancy_steps else [])
         frame = read_positions(paths, game, list(dict.fromkeys(columns + extra)), validate=True)
-        states = frame["state"].to_numpy().astype(np.uint64, copy=False) if older or afterstates else None
+        states = frame["state"].to_numpy().astype(np.uint64, copy=False) \
+            if older or afterstates or occupancy_steps else None
+        where = f"self-play folder {folder}"
+        if occupancy_steps:
+            moves = (frame["action"].to_numpy(), frame["game"].to_numpy(), frame["move"].to_numpy())
+            occupancy.append(future_occupancy(game, states, *moves, occupancy_steps, where=where))
         if older:
             targets, changed = reanalyse(folder, frame, states)
             reanalysed += int(changed.sum())
@@ -121,11 +137,14 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
             frame = frame.with_columns(value_target=pl.Series(targets))
             bar.advance()
         if afterstates:
-            after, target = afterstate_rows(game, states, frame["action"].to_numpy(), frame["game"].to_numpy(),
-                                            frame["move"].to_numpy(), frame["value_target"].to_numpy(),
-                                            where=f"self-play folder {folder}")
+            after, target, followed = afterstate_rows(
+                game, states, frame["action"].to_numpy(), frame["game"].to_numpy(), frame["move"].to_numpy(),
+                frame["value_target"].to_numpy(), where=where, with_moves=True)
             after_states.append(after)
             after_targets.append(target)
+            if occupancy_steps:  # an afterstate is the board one move on
+                after_occupancy.append(future_occupancy(game, states, *moves, occupancy_steps, rows=followed,
+                                                        offset=1, where=where))
         frames.append(frame.select(columns))
     if bar is not None:
         bar.close()
@@ -141,6 +160,8 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
                 "legal": np.concatenate([data["legal"], np.zeros((added, game.num_actions), bool)]),
                 "policy": np.concatenate([data["policy"], np.zeros((added, game.num_actions), np.float32)]),
                 "value_target": np.concatenate([data["value_target"], *after_targets])}
+    if occupancy_steps:
+        data["occupancy"] = np.concatenate(occupancy + after_occupancy)
     return data, new, reanalysed, change / reanalysed if reanalysed else 0.0, added
 
 
@@ -227,9 +248,10 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     parent_id = best.model_id  # before training changes the weights
     generation = best.generation + 1 if generation is None else generation
     afterstates = params.mcts.afterstates and game.stochastic
+    occupancy_steps = best.net_params.occupancy_steps  # the network's head, not params.net's
     window, new, reanalysed, change, added = _load_window(game, [Path(d) for d in data],
                                                           _reanalyser(params, game, best, device), progress,
-                                                          afterstates)
+                                                          afterstates, occupancy_steps)
     size = window["state"].shape[0]
     steps = min(tp.max_steps, max(1, math.ceil(new * tp.samples_per_position / tp.batch_size)))
     rng = np.random.default_rng([tp.seed, generation])
@@ -251,12 +273,12 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
         lr = _lr(step, steps, tp)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        loss, policy_loss, value_loss = _losses(net, game, tp, batch, device)
+        losses_now = _losses(net, game, tp, batch, device)  # loss, policy, value[, occupancy]
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        losses_now[0].backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), tp.grad_clip)
         optimizer.step()
-        rows.append((step, lr, *torch.stack([loss, policy_loss, value_loss]).tolist()))  # one wait per step
+        rows.append((step, lr, *torch.stack(losses_now).tolist()))  # one wait per step
         bar.set(loss=rows[-1][2])
         bar.advance()
     bar.close()
@@ -275,7 +297,8 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
                          policy_loss=float(np.mean([r[3] for r in tail])),
                          value_loss=float(np.mean([r[4] for r in tail])), model_id=candidate.model_id,
                          reanalysed_positions=reanalysed, reanalysed_change=change,
-                         afterstate_positions=added)
+                         afterstate_positions=added,
+                         occupancy_loss=float(np.mean([r[5] for r in tail])) if occupancy_steps else None)
     if metrics is not None:
         atomic.write_text(metrics, result.to_json() + "\n")
     if losses is not None:
@@ -297,18 +320,22 @@ def _minibatch(game, symmetries, window: dict[str, np.ndarray], idx: np.ndarray,
             sel = which == k
             x[sel] = sym.apply_planes(x[sel])
             policy[sel], legal[sel] = sym.apply_targets(policy[sel], legal[sel], states[sel])
-    return {"x": x, "policy": policy, "legal": legal, "value_target": window["value_target"][idx]}
+    batch = {"x": x, "policy": policy, "legal": legal, "value_target": window["value_target"][idx]}
+    if "occupancy" in window:  # the triangle puzzle's only (no symmetries to apply)
+        batch["occupancy"] = window["occupancy"][idx].astype(np.float32)
+    return batch
 
 
 def _losses(net, game, tp, batch: dict[str, np.ndarray], device: str):
-    """``(loss, policy_loss, value_loss)`` of one minibatch on ``device``: the forward pass under
+    """``(loss, policy_loss, value_loss)`` of one minibatch on ``device``, then ``occupancy_loss``
+    for a network with an occupancy head: the forward pass under
     :func:`tri.device.training_autocast` (``train.precision``), the losses in float32."""
 
     def tensor(name: str) -> torch.Tensor:
         return torch.from_numpy(batch[name]).to(device)
 
     with training_autocast(device, resolve_precision(tp.precision, device)):
-        logits, value_out = net(tensor("x"))
+        logits, value_out, occupancy = net.forward_all(tensor("x"))
     logits, value_out = logits.float(), value_out.float()  # no-ops in float32
     target_v = tensor("value_target")
     legal = tensor("legal")
@@ -322,7 +349,11 @@ def _losses(net, game, tp, batch: dict[str, np.ndarray], device: str):
         value_loss = -(target * torch.log_softmax(value_out, dim=1)).sum(dim=1).mean()
     else:
         value_loss = F.mse_loss(value_out, target_v)
-    return policy_loss + tp.value_weight * value_loss, policy_loss, value_loss
+    loss = policy_loss + tp.value_weight * value_loss
+    if occupancy is None:
+        return loss, policy_loss, value_loss
+    occupancy_loss = F.binary_cross_entropy_with_logits(occupancy.float(), tensor("occupancy"))
+    return loss + tp.occupancy_weight * occupancy_loss, policy_loss, value_loss, occupancy_loss
 
 
 def on_cpu(state):
@@ -338,10 +369,13 @@ def on_cpu(state):
 
 
 def write_losses(path: Path, rows: list[tuple]) -> None:
+    """``rows``: ``(step, lr, loss, policy_loss, value_loss[, occupancy_loss])``, the last only
+    for a network with an occupancy head (a column then)."""
     import io
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["step", "lr", "loss", "policy_loss", "value_loss"])
-    writer.writerows((s, f"{lr:.6g}", f"{a:.6f}", f"{b:.6f}", f"{c:.6f}") for s, lr, a, b, c in rows)
+    occupancy = bool(rows) and len(rows[0]) > 5
+    writer.writerow(["step", "lr", "loss", "policy_loss", "value_loss"] + (["occupancy_loss"] if occupancy else []))
+    writer.writerows((s, f"{lr:.6g}", *(f"{x:.6f}" for x in losses)) for s, lr, *losses in rows)
     atomic.write_text(path, buffer.getvalue())

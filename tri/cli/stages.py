@@ -101,7 +101,8 @@ def train_cmd(model: Path, data: tuple[Path, ...], root: Path | None, out: Path,
                   losses=losses, progress=progress_report(progress))
     click.echo(f"train: generation {r.generation}, {r.steps} steps on {r.window_positions} positions "
                f"({r.new_positions} new) in {r.seconds:.1f} s, loss {r.loss:.4f} "
-               f"(policy {r.policy_loss:.4f}, value {r.value_loss:.4f})"
+               f"(policy {r.policy_loss:.4f}, value {r.value_loss:.4f}"
+               + (f", occupancy {r.occupancy_loss:.4f}" if r.occupancy_loss is not None else "") + ")"
                + (f", {r.reanalysed_positions} value targets reanalysed (mean change {r.reanalysed_change:+.3f})"
                   if r.reanalysed_positions else "")
                + (f", {r.afterstate_positions} afterstates" if r.afterstate_positions else "") + f"; wrote {out}")

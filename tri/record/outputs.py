@@ -159,7 +159,7 @@ def _train_metrics(inputs: Inputs) -> list[tuple[str, float, int]]:
             out.append((f"{TRAINING_MORE}/{_words(k)}", float(t[k]), 0))
     if isinstance(t.get("seconds"), (int, float)):
         out.append((f"{TIMING}/training seconds", float(t["seconds"]), 0))
-    for k in ("loss", "policy_loss", "value_loss"):  # train.py: the mean over the last tenth of the steps
+    for k in ("loss", "policy_loss", "value_loss", "occupancy_loss"):  # train.py: the mean over the last tenth of the steps
         if isinstance(t.get(k), (int, float)):
             out.append((f"{TRAINING}/final {_words(k)}", float(t[k]), 0))
     if t.get("seconds") and t.get("steps"):

@@ -282,6 +282,14 @@ class TriangleGame:
         bits = from_words(np.asarray(state, dtype=np.uint64)[: g.num_words], g.num_cells)
         return bits.reshape(g.rows, g.cols).astype(np.int8)
 
+    def occupied(self, states: np.ndarray) -> np.ndarray:
+        """``[B, L] -> [B, rows * cols] bool``: the filled cells, numbered ``r * cols + c`` as the
+        network's planes are (the occupancy head's targets: :mod:`tri.occupancy`)."""
+        g = self.geometry
+        words = np.ascontiguousarray(states[:, : g.num_words], dtype="<u8")
+        bits = np.unpackbits(words.view(np.uint8).reshape(len(states), -1), axis=1, bitorder="little")
+        return bits[:, : g.num_cells].astype(bool)
+
     def render(self, state: np.ndarray) -> str:
         """The board with its row and column numbers, then the slots (:mod:`.text`)."""
         scalar = self.scalar(state)
