@@ -20,7 +20,8 @@ from tri import layout, train
 from tri.afterstates import afterstate_rows
 from tri.errors import TriError
 from tri.games.kinrow.connect4 import Connect4Game
-from tri.net import InferenceNet, build_model, initial_checkpoint, load_checkpoint, save_checkpoint
+from tri.net import (InferenceNet, build_model, initial_checkpoint, load_checkpoint, save_checkpoint,
+                     started_checkpoint)
 from tri.occupancy import future_occupancy
 
 from tests.pipeline_fixtures import PARAMS, game_of, save_model, synthetic_episodes, with_section, \
@@ -147,6 +148,27 @@ def test_the_window_holds_each_rows_own_target(tmp_path):
     for state, target in zip(window["state"], window["occupancy"]):
         np.testing.assert_array_equal(target, want[state.tobytes()])
     assert "occupancy" not in train._load_window(game, [folder], afterstates=True)[0]
+
+
+def test_a_project_from_a_checkpoint_may_add_or_drop_the_head(tmp_path):
+    """``tri new --from``: every weight the two networks share is the source's; a head the source
+    lacks is the fresh network's, one params.yaml lacks is left out."""
+    game = game_of()
+    plain, head = tmp_path / "plain.pt", tmp_path / "head.pt"
+    source = save_model(plain, seed=11)
+    trained_head = save_model(head, HEAD, seed=12)
+    added = started_checkpoint(game, HEAD.net, plain)
+    fresh = build_model(game, HEAD.net)
+    for name, tensor in added.model.state_dict().items():
+        want = (fresh if name.startswith("occupancy_head.") else source.model).state_dict()[name]
+        torch.testing.assert_close(tensor, want, rtol=0, atol=0)
+    assert added.net_params.occupancy_steps == STEPS
+    dropped = started_checkpoint(game, PARAMS.net, head)
+    assert dropped.model.occupancy_head is None
+    for name, tensor in dropped.model.state_dict().items():
+        torch.testing.assert_close(tensor, trained_head.model.state_dict()[name], rtol=0, atol=0)
+    with pytest.raises(TriError, match="its network differs from params.yaml's net: channels"):
+        started_checkpoint(game, with_section(HEAD, "net", channels=4).net, plain)
 
 
 def read_losses(path) -> list[dict[str, str]]:

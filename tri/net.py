@@ -267,15 +267,21 @@ def started_checkpoint(game, net_params, source: str | Path) -> Checkpoint:
     """Generation 0 from the weights of the checkpoint ``source`` (``tri new --from``): a
     project that goes on training an earlier network, a shipped champion for one. ``source``
     must be for ``game`` with the same network shape as ``net_params`` (the seed aside, which
-    only draws fresh weights); its optimizer state is dropped. Raises :class:`TriError`."""
+    only draws fresh weights); its optimizer state is dropped. ``net.occupancy_steps`` may
+    differ: an occupancy head the source lacks starts from ``net_params.seed``'s weights, one
+    ``net_params`` lacks is left out. Raises :class:`TriError`."""
     src = load_checkpoint(source, game)
-    shape = {k: v for k, v in net_params.model_dump().items() if k != "seed"}
-    theirs = {k: v for k, v in src.net_params.model_dump().items() if k != "seed"}
+    free = ("seed", "occupancy_steps")  # settings that change no weight both networks have
+    shape = {k: v for k, v in net_params.model_dump().items() if k not in free}
+    theirs = {k: v for k, v in src.net_params.model_dump().items() if k not in free}
     if shape != theirs:
         differ = ", ".join(f"{k} {theirs[k]} (params.yaml: {shape[k]})" for k in shape if shape[k] != theirs[k])
         raise TriError(f"checkpoint {source}: its network differs from params.yaml's net: {differ}")
     model = build_model(game, net_params)
-    model.load_state_dict(src.model.state_dict())
+    weights = {k: v for k, v in src.model.state_dict().items()
+               if model.occupancy_head is not None or not k.startswith("occupancy_head.")}
+    missing, _ = model.load_state_dict(weights, strict=False)
+    assert all(k.startswith("occupancy_head.") for k in missing), missing  # only a head the source lacks
     model.eval()
     return Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"), net_params=net_params,
                       generation=0, model=model,
