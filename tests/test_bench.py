@@ -50,3 +50,29 @@ def test_bench_search_times_one_tree_for_a_search_with_afterstates(tmp_path):
     and the bench times that move."""
     benches = _bench(tmp_path, TINY.replace("afterstates: false", "afterstates: true"))
     assert [b["play_trees"] for b in benches] == [1, 1]
+
+
+# ---- tri bench move ------------------------------------------------------------------------------
+
+
+def test_bench_move_times_a_players_own_moves(tmp_path):
+    """Moves of the player's own games, one after another (a game that ends gives way to the next
+    seed's); the triangle's figures beside issue 22's 100 ms, another game's with no anchor."""
+    from tri.bench import move
+    from tri.config import recipe_params
+
+    params = recipe_params("triangle")
+    greedy = move.run(params, "greedy", moves=60, seed=3, threads=1)
+    assert greedy.moves == 60 and greedy.games >= 2  # greedy dies within about 40 moves
+    assert 0 < greedy.median <= greedy.p90 <= greedy.slowest and greedy.limit == move.MOVE_LIMIT
+    text = move.format_report(greedy)
+    assert text.splitlines()[0] == ("tri bench move: greedy (triangle) on cpu, torch on 1 thread, 60 moves in "
+                                    f"{greedy.games} games from seed 3")
+    assert "x the limit (100 ms, issue 22)" in text.splitlines()[1]
+    result = CliRunner().invoke(main, ["bench", "move", "champion:tictactoe", "--moves", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    ttt = json.loads(result.output)
+    assert (ttt["game"], ttt["player"], ttt["moves"], ttt["limit"]) == ("tictactoe", "champion:tictactoe", 3, None)
+    assert "limit" not in move.format_report(move.MoveBench(**ttt))
+    bad = CliRunner().invoke(main, ["bench", "move", "nobody"])
+    assert bad.exit_code == 1 and bad.stderr.strip().startswith("error: unknown player 'nobody'")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-
 from pathlib import Path
 
 import click
 
-from tri.bench import engine, orchestration, search
+from tri.bench import engine, move, orchestration, search
 from tri.cli.common import PARAMS_OPTION, TriGroup
+from tri.cli.players import GAME_OPTION, params_for_players
 from tri.config import load_params
 from tri.errors import TriError
 
@@ -60,6 +60,29 @@ def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, move_thre
     search.print_report(search.run(load_params(params_path), repeats=repeats, moves=moves, leaves=leaves,
                                    move_threads=move_threads or os.cpu_count() or 1, trees=trees, seed=seed),
                         as_json=as_json)
+
+
+@bench.command("move")
+@click.argument("player", default="champion")
+@click.option("--moves", type=click.IntRange(1), default=40, show_default=True, help="Moves timed (the median is reported).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first game (then seed + 1, ...).")
+@click.option("--threads", type=click.IntRange(1), default=None,
+              help="Torch threads, as a player uses the machine (default: its cores).")
+@GAME_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@PARAMS_OPTION
+def bench_move(player: str, moves: int, seed: int, threads: int | None, game_name: str | None, as_json: bool,
+               params_path: Path | None) -> None:
+    """How long PLAYER takes to choose a move, built as tri play builds it (champion: its card's
+    search): the median, 90th percentile and slowest of --moves moves, beside issue 22's 100 ms.
+
+    PLAYER: champion (default), champion:GAME, a checkpoint path, mcts:PATH:N, mcts:PATH:NxK,
+    net:PATH, greedy, random, uct:N.
+    """
+
+    params = params_for_players(params_path, game_name, [player])
+    result = move.run(params, player, moves=moves, seed=seed, threads=threads)
+    click.echo(result.to_json() if as_json else move.format_report(result))
 
 
 @bench.command("orchestration")
