@@ -138,6 +138,11 @@ def test_a_saved_result_is_the_baseline_without_playing_it_again(tmp_path):
     assert replayed.baseline_file == str(saved) and played.baseline_file is None
     assert replayed.conditions == played.conditions == conditions(PARAMS)
     assert f"greedy (baseline, from {saved})" in format_triangle(replayed)
+    # FILE.json:baseline: the file's other side (random, which greedy played there).
+    other = run_triangle(PARAMS, "greedy", baseline=f"{saved}:baseline", games=GAMES, seed=4, runtime=CPU)
+    direct = run_triangle(PARAMS, "greedy", baseline="random", games=GAMES, seed=4, runtime=CPU)
+    assert _timeless(other) == _timeless(direct) and other.baseline == "random"
+    assert other.baseline_file == f"{saved}:baseline"
     # The file's player is read, never built: a name no player spec knows still pairs.
     record = json.loads(saved.read_text())
     renamed = tmp_path / "renamed.json"

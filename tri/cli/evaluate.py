@@ -90,7 +90,8 @@ def eval_tictactoe(player: str, simulations: int | None, seed: int, out: Path | 
 @click.argument("player")
 @click.option("--baseline", default="greedy", show_default=True,
               help="The player PLAYER is compared with, on the same seeds (any player spec), or a "
-                   "saved result (FILE.json, from --out): its player's scores on those seeds, not played again.")
+                   "saved result (FILE.json, from --out; FILE.json:baseline for its baseline): its "
+                   "player's scores on those seeds, not played again.")
 @click.option("--games", type=click.IntRange(2), default=200, show_default=True,
               help="Paired seeds, both players playing each (at least 2, for an interval).")
 @_SIMULATIONS_OPTION
@@ -113,7 +114,8 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
     arena.simulations in arena.determinizations trees (mcts:PATH:N sets its own).
 
     --baseline FILE.json pairs PLAYER with the player of a saved result (this command's --out) on
-    its first --games seeds: the same --seed, and the same rules and arena.max_moves.
+    its first --games seeds, FILE.json:baseline with its baseline: the same --seed, and the same
+    rules and arena.max_moves.
     """
 
     params = params_for_game(params_path, "triangle")  # another game's project: its recipe

@@ -22,8 +22,8 @@ is never measured on the games it learned from or was promoted on (two different
 repeat a 62-bit seed only by chance: for n seeds, odds of about n^2 / 2^63).
 
 **A saved result as the baseline.** The baseline may be a JSON file this module wrote
-(``--out``): its *player's* per-seed scores are paired with PLAYER's, not played again
-(:func:`load_recorded`), so a new network is compared with a champion's published figure seed
+(``--out``): its player's per-seed scores (``FILE.json``, or ``FILE.json:baseline`` for its
+baseline's) are paired with PLAYER's, not played again (:func:`load_recorded`), so a new network is compared with a champion's published figure seed
 for seed without repeating its search, and a paired difference quoted from two files is one
 command. The file must hold at least ``games`` games of the same evaluation ``seed`` (its
 first ``games`` seeds are this evaluation's, checked), and, when it records them (files since
@@ -82,11 +82,16 @@ class _Saved(BaseModel):
     player: str
     simulations: int | None = None
     trees: int = 1
+    baseline: str
+    baseline_simulations: int | None = None
+    baseline_trees: int = 1
     games: int
     seed: int
     seeds: list[int]
     scores: list[float]
     steps: list[int]
+    baseline_scores: list[float]
+    baseline_steps: list[int]
     conditions: str = ""
 
 
@@ -103,16 +108,25 @@ class Recorded:
     steps: list[int]
 
 
+SIDES = ("player", "baseline")  # FILE.json[:SIDE]: which of a saved result's two players
+
+
 def is_recorded(spec) -> bool:
-    """Whether a baseline spec names a saved result (a ``.json`` file) rather than a player."""
-    return isinstance(spec, (str, Path)) and str(spec).lower().endswith(".json")
+    """Whether a baseline spec names a saved result (``FILE.json`` or ``FILE.json:SIDE``) rather
+    than a player."""
+    text = str(spec).lower() if isinstance(spec, (str, Path)) else ""
+    return text.endswith(".json") or any(text.endswith(f".json:{side}") for side in SIDES)
 
 
-def load_recorded(path: Path, params: Params, seed: int, games: int) -> Recorded:
-    """The player of the saved result at ``path`` on the first ``games`` seeds of evaluation
-    ``seed``; a :class:`~tri.errors.TriError` (one line) when the file is missing or malformed,
-    is another game's, was played on other seeds or has fewer games, or records other
-    :func:`conditions`."""
+def load_recorded(spec: str | Path, params: Params, seed: int, games: int) -> Recorded:
+    """The player of the saved result ``spec`` (``FILE.json``, or ``FILE.json:baseline`` for the
+    file's baseline) on the first ``games`` seeds of evaluation ``seed``; a
+    :class:`~tri.errors.TriError` (one line) when the file is missing or malformed, is another
+    game's, was played on other seeds or has fewer games, or records other :func:`conditions`."""
+    path, side = str(spec), "player"
+    for name in SIDES:
+        if path.lower().endswith(f".json:{name}"):
+            path, side = path[: -len(name) - 1], name
     try:
         saved = _Saved.model_validate_json(Path(path).read_bytes())
     except FileNotFoundError:
@@ -125,7 +139,8 @@ def load_recorded(path: Path, params: Params, seed: int, games: int) -> Recorded
         raise TriError(f"baseline {path}: not a saved tri eval triangle result ({where}: {first['msg']})") from None
     if saved.game != "triangle":
         raise TriError(f"baseline {path}: a result of the game {saved.game!r}, not 'triangle'")
-    if not len(saved.seeds) == len(saved.scores) == len(saved.steps) == saved.games:
+    per_seed = (saved.seeds, saved.scores, saved.steps, saved.baseline_scores, saved.baseline_steps)
+    if any(len(values) != saved.games for values in per_seed):
         raise TriError(f"baseline {path}: its seeds, scores and steps do not hold {saved.games} games each")
     if saved.seed != seed:
         raise TriError(f"baseline {path} was played on evaluation seed {saved.seed}, not {seed} "
@@ -138,7 +153,10 @@ def load_recorded(path: Path, params: Params, seed: int, games: int) -> Recorded
     if saved.conditions and saved.conditions != conditions(params):
         raise TriError(f"baseline {path} was played under other rules (game.triangle) or arena.max_moves "
                        f"than these params")
-    return Recorded(str(path), saved.player, saved.simulations, saved.trees, saved.scores[:games],
+    if side == "baseline":
+        return Recorded(str(spec), saved.baseline, saved.baseline_simulations, saved.baseline_trees,
+                        saved.baseline_scores[:games], saved.baseline_steps[:games])
+    return Recorded(str(spec), saved.player, saved.simulations, saved.trees, saved.scores[:games],
                     saved.steps[:games])
 
 
@@ -219,7 +237,7 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
     batch = arena_batch(ap, game, games)
     # The same generator seed for both players: common random numbers, as in the arena.
     rng_seed = [seed, EVAL_DOMAIN]
-    recorded = load_recorded(Path(baseline), params, seed, games) if is_recorded(baseline) else None
+    recorded = load_recorded(baseline, params, seed, games) if is_recorded(baseline) else None
     agent, _, name, sims = make_player(player, game, params, simulations=simulations, seed=rng_seed,
                                        device=device, batch=batch)
     if recorded is None:
