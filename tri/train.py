@@ -128,8 +128,8 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
             if older or afterstates or occupancy_steps else None
         where = f"self-play folder {folder}"
         if occupancy_steps:
-            moves = (frame["action"].to_numpy(), frame["game"].to_numpy(), frame["move"].to_numpy())
-            occupancy.append(future_occupancy(game, states, *moves, occupancy_steps, where=where))
+            history = (frame["action"].to_numpy(), frame["game"].to_numpy(), frame["move"].to_numpy())
+            occupancy.append(future_occupancy(game, states, *history, occupancy_steps, where=where))
         if older:
             targets, changed = reanalyse(folder, frame, states)
             reanalysed += int(changed.sum())
@@ -143,7 +143,7 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
             after_states.append(after)
             after_targets.append(target)
             if occupancy_steps:  # an afterstate is the board one move on
-                after_occupancy.append(future_occupancy(game, states, *moves, occupancy_steps, rows=followed,
+                after_occupancy.append(future_occupancy(game, states, *history, occupancy_steps, rows=followed,
                                                         offset=1, where=where))
         frames.append(frame.select(columns))
     if bar is not None:
