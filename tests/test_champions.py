@@ -77,10 +77,15 @@ def test_the_check_on_the_card_replays_to_the_same_figures(game):
     assert_same(result, card.check.result)
 
 
+# Result fields that joined after some cards were measured (tri eval triangle's `baseline_file`
+# and `conditions`, 2026-11-28): a card written before them lacks them, a replay has them.
+LATER_FIELDS = {"baseline_file", "conditions"}
+
+
 def assert_same(got, want, where="result"):
     """Equal, but for timings; floats to 1e-9 (the same machine type gives the same bits)."""
     if isinstance(want, dict):
-        assert set(got) == set(want), where
+        assert set(got) - (LATER_FIELDS - set(want)) == set(want), where
         for key in want:
             if key != "seconds":
                 assert_same(got[key], want[key], f"{where}.{key}")
