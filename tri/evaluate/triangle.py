@@ -23,9 +23,9 @@ repeat a 62-bit seed only by chance: for n seeds, odds of about n^2 / 2^63).
 
 **A saved result as the baseline.** The baseline may be a JSON file this module wrote
 (``--out``): its player's per-seed scores (``FILE.json``, or ``FILE.json:baseline`` for its
-baseline's) are paired with PLAYER's, not played again (:func:`load_recorded`), so a new network is compared with a champion's published figure seed
-for seed without repeating its search, and a paired difference quoted from two files is one
-command. The file must hold at least ``games`` games of the same evaluation ``seed`` (its
+baseline's) are paired with PLAYER's, not played again (:func:`load_recorded`), so a new network
+is compared with a champion's published figure seed for seed without repeating its search, and
+a paired difference quoted from two files is one command. The file must hold at least ``games`` games of the same evaluation ``seed`` (its
 first ``games`` seeds are this evaluation's, checked), and, when it records them (files since
 2026-11-28), the same rules and ``arena.max_moves`` (:func:`conditions`).
 """
@@ -222,7 +222,8 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
     ``games`` seeds of :func:`eval_seeds` ``(seed, games)``, in ``params.game.triangle``'s puzzle;
     ``simulations`` sets the search budget of ``player`` if it is a bare checkpoint path (a
     baseline checkpoint plays ``arena.simulations``, or its own ``mcts:PATH:N``); a baseline
-    ending in ``.json`` is a saved result, not played again (:func:`load_recorded`). Writes ``out``
+    ``FILE.json`` or ``FILE.json:baseline`` is a saved result, not played again
+    (:func:`load_recorded`). Writes ``out``
     (JSON) if given; ``progress`` hears of every game (:mod:`tri.progress`)."""
 
     start = time.perf_counter()
