@@ -123,15 +123,18 @@ class PolicyValueNet(nn.Module):
         self.occupancy_head = nn.Conv2d(p.channels, 1, 1) if p.occupancy_steps else None
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.forward_all(x)[:2]
+        return self._heads(self.trunk(self.stem(x)))  # the search's: never the occupancy head
 
     def forward_all(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Training's forward: :meth:`forward`'s outputs, then the occupancy head's logits ``[B, H
         * W]`` (``net.occupancy_steps``; None without the head)."""
         z = self.trunk(self.stem(x))
-        v = self.value_head(z)
         occupancy = None if self.occupancy_head is None else self.occupancy_head(z).flatten(1)
-        return self.policy_head(z), (v if self.num_players == 1 else torch.tanh(v[:, 0])), occupancy
+        return *self._heads(z), occupancy
+
+    def _heads(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        v = self.value_head(z)
+        return self.policy_head(z), (v if self.num_players == 1 else torch.tanh(v[:, 0]))
 
     def value(self, value_out: torch.Tensor) -> torch.Tensor:
         """``[B]`` values from the value head's output."""

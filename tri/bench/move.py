@@ -57,20 +57,28 @@ def run(params: Params, player: str = "champion", *, moves: int = 40, seed: int 
     threads = threads or os.cpu_count() or 1
     agent = make_agent(parse_spec(player, game=game.name), game, params.mcts, params.arena,
                        np.random.default_rng(seed), device)
-    state, game_seed, games, played, times = game.initial(np.array([seed])), seed, 1, 0, []
     with torch_threads(threads):
-        agent.act(state, np.zeros(1, np.int64))  # warm up: the first call builds and loads what it needs
-        while len(times) < moves:
-            start = time.perf_counter()
-            decision = agent.act(state, np.array([played]))
-            times.append(time.perf_counter() - start)
-            state, played = game.step(state, decision.actions).states, played + 1
-            if game.terminal(state)[0]:
-                game_seed, games, played = game_seed + 1, games + 1, 0
-                state = game.initial(np.array([game_seed]))
+        times, games = time_moves(game, agent, moves, seed)
     return MoveBench(game=game.name, player=player, device=device, threads=threads, moves=moves, games=games,
                      seed=seed, median=statistics.median(times), p90=float(np.percentile(times, 90)),
                      slowest=max(times), limit=MOVE_LIMIT if game.name == "triangle" else None)
+
+
+def time_moves(game, agent, moves: int, seed: int) -> tuple[list[float], int]:
+    """``(seconds of each of moves moves, games)``: ``agent`` plays games of its own from ``seed``
+    (a game that ends gives way to seed + 1's), one move at a time, after one move to warm up
+    (the first call builds and loads what it needs)."""
+    state, game_seed, games, played, times = game.initial(np.array([seed])), seed, 1, 0, []
+    agent.act(state, np.zeros(1, np.int64))
+    while len(times) < moves:
+        start = time.perf_counter()
+        decision = agent.act(state, np.array([played]))
+        times.append(time.perf_counter() - start)
+        state, played = game.step(state, decision.actions).states, played + 1
+        if game.terminal(state)[0]:
+            game_seed, games, played = game_seed + 1, games + 1, 0
+            state = game.initial(np.array([game_seed]))
+    return times, games
 
 
 def format_report(b: MoveBench) -> str:

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from tri.agents import MctsAgent
+from tri.bench.move import time_moves
 from tri.config import Params, Runtime
 from tri.device import resolve_device, resolve_precision, synchronize, torch_threads
 from tri.evaluator import make_evaluator
@@ -173,7 +174,7 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
         player_eval = player_evaluator(model, game, params.mcts, trees, device)  # as `tri play` builds it
         player = MctsAgent(game, player_eval, params.mcts, rng, noise=False, temperature=0.0, temperature_moves=0,
                            simulations=params.arena.simulations, determinizations=trees)
-        play_times = _player_moves(game, player, seed)
+        play_times, _ = time_moves(game, player, PLAY_MOVES, seed)
     med = statistics.median
     sims_rate, net_rate, move = med(rates["fast"]), med(net_rates["fast"]), med(times)
     per_position = med(evals_per_position)
@@ -189,23 +190,6 @@ def _measure(params: Params, device: str, *, shipped: bool, repeats: int, moves:
                        speedup_vs_alphatriangle=ALPHATRIANGLE_SECONDS / move, play_move_seconds=med(play_times),
                        play_simulations=params.arena.simulations, play_trees=trees, device=device,
                        precision=precision, precision_setting=params.mcts.precision)
-
-
-def _player_moves(game, player: MctsAgent, seed: int) -> list[float]:
-    """Seconds of each of :data:`PLAY_MOVES` moves ``player`` makes in games of its own, one at
-    a time (a new game, seeded on, when one ends), after one move to warm up."""
-    state, game_seed = game.initial(np.array([seed])), seed
-    player.act(state, np.zeros(1, np.int64))
-    times = []
-    for _ in range(PLAY_MOVES):
-        start = time.perf_counter()
-        decision = player.act(state, np.zeros(1, np.int64))
-        times.append(time.perf_counter() - start)
-        state = game.step(state, decision.actions).states
-        if game.terminal(state)[0]:
-            game_seed += 1
-            state = game.initial(np.array([game_seed]))
-    return times
 
 
 def print_report(benches: list[SearchBench], *, as_json: bool = False) -> None:
