@@ -39,6 +39,7 @@ from tri import atomic
 from tri.config import NetParams
 from tri.errors import TriError
 from tri.games import game_from_meta
+from tri.grow import grow_refusal, grown_weights
 
 FORMAT = "tri-checkpoint"
 FORMAT_VERSION = 1
@@ -272,19 +273,19 @@ def started_checkpoint(game, net_params, source: str | Path) -> Checkpoint:
     must be for ``game`` with the same network shape as ``net_params`` (the seed aside, which
     only draws fresh weights); its optimizer state is dropped. ``net.occupancy_steps`` may
     differ: an occupancy head the source lacks starts from ``net_params.seed``'s weights, one
-    ``net_params`` lacks is left out. Raises :class:`TriError`."""
+    ``net_params`` lacks is left out. ``net.channels`` and ``net.blocks`` may be larger: the
+    network grows, computing at generation 0 what the source computes (:mod:`tri.grow`).
+    Raises :class:`TriError`."""
     src = load_checkpoint(source, game)
     free = ("seed", "occupancy_steps")  # settings that change no weight both networks have
     shape = {k: v for k, v in net_params.model_dump().items() if k not in free}
     theirs = {k: v for k, v in src.net_params.model_dump().items() if k not in free}
-    if shape != theirs:
-        differ = ", ".join(f"{k} {theirs[k]} (params.yaml: {shape[k]})" for k in shape if shape[k] != theirs[k])
-        raise TriError(f"checkpoint {source}: its network differs from params.yaml's net: {differ}")
+    refusal = grow_refusal(theirs, shape)
+    if refusal:
+        raise TriError(f"checkpoint {source}: its network differs from params.yaml's net: {refusal} (only "
+                       f"channels and blocks may grow)")
     model = build_model(game, net_params)
-    weights = {k: v for k, v in src.model.state_dict().items()
-               if model.occupancy_head is not None or not k.startswith("occupancy_head.")}
-    missing, _ = model.load_state_dict(weights, strict=False)
-    assert all(k.startswith("occupancy_head.") for k in missing), missing  # only a head the source lacks
+    model.load_state_dict(grown_weights(src.model, model))
     model.eval()
     return Checkpoint(game=game.name, game_config=game.config.model_dump(mode="json"), net_params=net_params,
                       generation=0, model=model,

@@ -47,7 +47,8 @@ def _note_changed_defaults(path: Path, params) -> None:
 @click.option("--from", "source", default=None, metavar="CHECKPOINT",
               help="Go on training this network instead of fresh weights: a checkpoint path, or champion "
                    "(the game's shipped champion). It is copied into the project as models/start.pt; "
-                   "params.yaml takes its network shape.")
+                   "params.yaml takes its network shape (before the first tri loop, net.channels and "
+                   "net.blocks may be raised: the network grows, computing what it did).")
 def new_cmd(folder: Path, game_name: str, source: str | None) -> None:
     """Create a ready project in FOLDER (missing or empty): params.yaml with the game's measured
     recipe written out in full (each setting described), dvc.yaml, git and DVC initialised and
