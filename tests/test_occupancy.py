@@ -143,11 +143,11 @@ def test_the_window_holds_each_rows_own_target(tmp_path):
                                          where="the folder", with_moves=True)
     want |= {a.tobytes(): expected(boards, int(p.game[i]), int(p.move[i]) + 1 + STEPS)
              for a, i in zip(after, followed)}
-    window, *_, added = train._load_window(game, [folder], afterstates=True, occupancy_steps=STEPS)
+    window, *_, added = train.load_window(game, [folder], afterstates=True, occupancy_steps=STEPS)
     assert added == len(after) > 0 and len(window["occupancy"]) == len(window["state"]) == len(want)
     for state, target in zip(window["state"], window["occupancy"]):
         np.testing.assert_array_equal(target, want[state.tobytes()])
-    assert "occupancy" not in train._load_window(game, [folder], afterstates=True)[0]
+    assert "occupancy" not in train.load_window(game, [folder], afterstates=True)[0]
 
 
 def test_a_project_from_a_checkpoint_may_add_or_drop_the_head(tmp_path):

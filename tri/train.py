@@ -90,9 +90,9 @@ def window_row_bytes(game) -> int:
     return _ROW_COPIES * (8 * game.state_size + 5 * game.num_actions + 4)
 
 
-def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | None = None,
-                 afterstates: bool = False, occupancy_steps: int = 0,
-                 ) -> tuple[dict[str, np.ndarray], int, int, float, int]:
+def load_window(game, folders: list[Path], reanalyse=None, progress: Report | None = None,
+                afterstates: bool = False, occupancy_steps: int = 0, with_games: bool = False,
+                ) -> tuple[dict[str, np.ndarray], int, int, float, int]:
     """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``,
     ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; with
     ``reanalyse`` (:class:`_Reanalyser`) applied to every folder but the last, or to every folder
@@ -100,7 +100,8 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
     their mean change; and with ``afterstates`` (``mcts.afterstates``), after the positions, each
     folder's afterstate rows (:mod:`tri.afterstates`: no legal action, no policy) and how many.
     With ``occupancy_steps`` (the network's ``net.occupancy_steps``), also ``occupancy [P, H *
-    W]`` bool, every row's target (:mod:`tri.occupancy`)."""
+    W]`` bool, every row's target (:mod:`tri.occupancy`). With ``with_games``, also ``game [P]``
+    int64: each row's game, unique across the folders (an afterstate row's is its move's)."""
 
     paths_per_folder = [layout.shard_paths(f) for f in folders]
     for folder, paths in zip(folders, paths_per_folder):
@@ -117,13 +118,16 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
     import polars as pl
 
     frames, reanalysed, change = [], 0, 0.0
-    after_states, after_targets, occupancy, after_occupancy = [], [], [], []
+    after_states, after_targets, occupancy, after_occupancy, games, after_games = [], [], [], [], [], []
     redone = 0 if reanalyse is None else len(folders) if reanalyse.every_folder else len(folders) - 1
     bar = meter("reanalyse", redone, "folders", progress) if redone else None
     for k, (folder, paths) in enumerate(zip(folders, paths_per_folder)):
         older = k < redone
         extra = (reanalyse.columns if older else []) + (_AFTER_COLUMNS if afterstates or occupancy_steps else [])
-        frame = read_positions(paths, game, list(dict.fromkeys(columns + extra)), validate=True)
+        frame = read_positions(paths, game, list(dict.fromkeys(columns + extra + (["game"] if with_games else []))),
+                               validate=True)
+        if with_games:  # a folder's game numbers start again at 0: the folder's index above them
+            games.append((k << 40) + frame["game"].to_numpy().astype(np.int64))
         states = frame["state"].to_numpy().astype(np.uint64, copy=False) \
             if older or afterstates or occupancy_steps else None
         where = f"self-play folder {folder}"
@@ -142,6 +146,8 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
                 frame["value_target"].to_numpy(), where=where, with_moves=True)
             after_states.append(after)
             after_targets.append(target)
+            if with_games:
+                after_games.append(games[-1][followed])
             if occupancy_steps:  # an afterstate is the board one move on
                 after_occupancy.append(future_occupancy(game, states, *history, occupancy_steps, rows=followed,
                                                         offset=1, where=where))
@@ -162,6 +168,8 @@ def _load_window(game, folders: list[Path], reanalyse=None, progress: Report | N
                 "value_target": np.concatenate([data["value_target"], *after_targets])}
     if occupancy_steps:
         data["occupancy"] = np.concatenate(occupancy + after_occupancy)
+    if with_games:
+        data["game"] = np.concatenate(games + after_games)
     return data, new, reanalysed, change / reanalysed if reanalysed else 0.0, added
 
 
@@ -249,9 +257,9 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     generation = best.generation + 1 if generation is None else generation
     afterstates = params.mcts.afterstates and game.stochastic
     occupancy_steps = best.net_params.occupancy_steps  # the network's head, not params.net's
-    window, new, reanalysed, change, added = _load_window(game, [Path(d) for d in data],
-                                                          _reanalyser(params, game, best, device), progress,
-                                                          afterstates, occupancy_steps)
+    window, new, reanalysed, change, added = load_window(game, [Path(d) for d in data],
+                                                         _reanalyser(params, game, best, device), progress,
+                                                         afterstates, occupancy_steps)
     size = window["state"].shape[0]
     steps = min(tp.max_steps, max(1, math.ceil(new * tp.samples_per_position / tp.batch_size)))
     rng = np.random.default_rng([tp.seed, generation])

@@ -8,16 +8,20 @@ from pathlib import Path
 
 import click
 
+from tri import atomic
+from tri.champions import champion
 from tri.cli.common import PARAMS_OPTION, PROGRESS_OPTION, TriGroup, progress_report
-from tri.config import MAX_SEED, Runtime, params_for_game
+from tri.config import MAX_SEED, Runtime, load_params, params_for_game
 from tri.evaluate import format_table, format_triangle, run_connect4, run_tictactoe, run_triangle
+from tri.evaluate.loss import format_loss
+from tri.evaluate.loss import run as run_loss
 from tri.record.runs import log_evaluation
 
 
 @click.group("eval", cls=TriGroup)
 def eval_group() -> None:
     """Measure a player: against perfect play (connect4, tictactoe), or against a baseline on
-    seeds of its own (triangle)."""
+    seeds of its own (triangle); or a network's loss on held-out self-play (loss)."""
 
 
 _SIMULATIONS_OPTION = click.option(
@@ -125,6 +129,38 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
     if out is not None:
         click.echo(f"wrote {out}")
     _track(params, f"eval-triangle {player} vs {baseline}", result, out)
+
+
+@eval_group.command("loss")
+@click.argument("network")
+@click.option("--data", "data", multiple=True, required=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A self-play folder the networks never trained on (data/selfplay/gen-NNNN of a later "
+                   "generation, or another project's). Repeat the option for several.")
+@click.option("--baseline", default=None, metavar="CHECKPOINT",
+              help="A second network on the same positions: the paired difference NETWORK - baseline, "
+                   "with a 95% interval over games.")
+@_OUT_OPTION
+@PARAMS_OPTION
+def eval_loss(network: str, data: tuple[Path, ...], baseline: str | None, out: Path | None,
+              params_path: Path | None) -> None:
+    """NETWORK's policy and value loss on self-play positions it never trained on, as training
+    computes them (the recorded targets, the afterstate rows with mcts.afterstates), and against
+    a --baseline network the paired difference: which of two networks learnt the value or the
+    policy better, long before games can tell. NETWORK and --baseline: a checkpoint path, or
+    champion (the game's shipped one). The game is params.yaml's."""
+
+    params = load_params(params_path)
+
+    def checkpoint(spec: str) -> Path:
+        return champion(params.game.name)[0] if spec in ("champion", f"champion:{params.game.name}") else Path(spec)
+
+    result = run_loss(params, checkpoint(network), list(data), None if baseline is None else checkpoint(baseline),
+                      runtime=Runtime())
+    click.echo(format_loss(result))
+    if out is not None:
+        atomic.write_text(out, result.to_json() + "\n")
+        click.echo(f"wrote {out}")
 
 
 def _track(params, name: str, result, out: Path | None) -> None:

@@ -38,6 +38,10 @@ player and a baseline play the same evaluation seeds, paired as in the arena, wh
 self-play's or the arena's (:func:`eval_seeds`); a :class:`TriangleEval` reports both mean scores,
 the paired difference, each with a 95% interval, and per-seed wins, ties and losses.
 
+**Held-out loss** (:mod:`tri.evaluate.loss`, ``tri eval loss``, any game): a network's policy
+and value loss on self-play folders it never trained on, against a baseline network with a
+paired interval over games: whether a change learns better, long before play can tell.
+
 A network player runs on the device ``TRI_DEVICE`` resolves to (:func:`tri.device.resolve_device`),
 torch on one thread as in the arena (:func:`tri.device.torch_threads`).
 """
