@@ -25,8 +25,9 @@ from tri.player_specs import check_files, parse_spec
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Checkpoint to write, e.g. models/gen-0000.pt.")
 @click.option("--from", "source", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Start from this checkpoint's weights (same game and network shape) instead of fresh "
-                   "ones; a project made by tri new --from runs this.")
+              help="Start from this checkpoint's weights (same game and network shape, except that "
+                   "net.channels and net.blocks may be larger: the network grows, computing what it "
+                   "did) instead of fresh ones; a project made by tri new --from runs this.")
 @PARAMS_OPTION
 def init_cmd(game_name: str | None, out: Path, source: Path | None, params_path: Path | None) -> None:
     """Write a generation-0 network: fresh weights from net.seed, or --from a checkpoint's."""
