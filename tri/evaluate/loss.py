@@ -16,6 +16,7 @@ positions of a game are not independent draws: :func:`clustered_mean_ci`).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -58,8 +59,6 @@ class HeldOutLoss:
     value_high: float | None = None
 
     def to_json(self) -> str:
-        import json
-
         return json.dumps(asdict(self), indent=2)
 
 
