@@ -104,7 +104,11 @@ def test_the_command_prints_and_writes_and_refuses_bad_input_in_one_line(project
     empty.mkdir()
     for args, words in ((["eval", "loss", str(other_game), "--data", str(folder)], "checkpoint"),
                         (["eval", "loss", str(root / "a.pt"), "--data", str(empty)], "no shards found"),
-                        (["eval", "loss", str(tmp_path / "missing.pt"), "--data", str(folder)], "file not found")):
+                        (["eval", "loss", str(tmp_path / "missing.pt"), "--data", str(folder)], "file not found"),
+                        (["eval", "loss", "champion:connect4", "--data", str(folder)], "plays connect4"),
+                        # the shipped champion by name, refused for its rules (these tests' board is smaller)
+                        (["eval", "loss", str(root / "a.pt"), "--baseline", "champion", "--data", str(folder)],
+                         "champions/triangle.pt: it is for a different triangle configuration")):
         bad = CliRunner().invoke(main, [*args, "--params", str(params)])
         assert bad.exit_code != 0 and words in bad.output, bad.output
         assert "Traceback" not in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output

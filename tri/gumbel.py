@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import numba as nb
 import numpy as np
+
 from tri.chance import backed_edge, edge_visits, root_edges
 
 

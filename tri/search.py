@@ -75,13 +75,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
 from tri.chance import root_edges
 from tri.config import MctsParams
 from tri.errors import TriError
 from tri.games.base import Game
 from tri.gumbel import GumbelRoot, root_bytes
 from tri.search_kernels import UNKNOWN, _backup, _leaves, _list_legal, _select_outcomes, _store
-
 
 # evaluate(states [M, L]) -> (priors [M, A] float32 summing to 1 over legal actions,
 #                             legal [M, A] bool, values [M] float32 from the side to move)

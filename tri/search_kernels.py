@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+
 from tri.chance import edge_q, outcome_to_descend
 from tri.gumbel import scheduled_action
 

@@ -334,29 +334,42 @@ def _minibatch(game, symmetries, window: dict[str, np.ndarray], idx: np.ndarray,
     return batch
 
 
+def row_losses(game, net_params, logits: torch.Tensor, value_out: torch.Tensor, legal: torch.Tensor,
+               policy: torch.Tensor, value_target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(policy [B], value [B])``: each row's losses as training defines them, in float32, from
+    the network's ``logits [B, A]`` and ``value_out`` (``[B, V]`` support logits for a
+    single-player game, ``[B]`` otherwise) against the row's ``legal [B, A]`` (bool),
+    ``policy [B, A]`` and ``value_target [B]``. The policy's is the cross-entropy over the legal
+    moves (0 on a row with no legal move: an afterstate row, which has no policy target); the
+    value's is the two-hot cross-entropy over ``net_params``' support (single-player) or the
+    squared error (two-player). :func:`_losses` takes their means; ``tri eval loss`` reports them
+    on held-out rows."""
+    log_p = torch.log_softmax(logits.float().masked_fill(~legal, -1e9), dim=1)
+    policy_rows = -(policy * log_p).sum(dim=1)
+    if game.num_players == 1:
+        target = two_hot(value_target, net_params.support_max, net_params.support_eps)
+        return policy_rows, -(target * torch.log_softmax(value_out.float(), dim=1)).sum(dim=1)
+    return policy_rows, F.mse_loss(value_out.float(), value_target, reduction="none")
+
+
 def _losses(net, game, tp, batch: dict[str, np.ndarray], device: str):
     """``(loss, policy_loss, value_loss)`` of one minibatch on ``device``, then ``occupancy_loss``
     for a network with an occupancy head: the forward pass under
-    :func:`tri.device.training_autocast` (``train.precision``), the losses in float32."""
+    :func:`tri.device.training_autocast` (``train.precision``), the losses (:func:`row_losses`,
+    averaged) in float32."""
 
     def tensor(name: str) -> torch.Tensor:
         return torch.from_numpy(batch[name]).to(device)
 
     with training_autocast(device, resolve_precision(tp.precision, device)):
         logits, value_out, occupancy = net.forward_all(tensor("x"))
-    logits, value_out = logits.float(), value_out.float()  # no-ops in float32
-    target_v = tensor("value_target")
     legal = tensor("legal")
-    log_p = torch.log_softmax(logits.masked_fill(~legal, -1e9), dim=1)
-    policy_loss = -(tensor("policy") * log_p).sum(dim=1)
+    policy_rows, value_rows = row_losses(game, net.params, logits, value_out, legal, tensor("policy"),
+                                         tensor("value_target"))
     has_policy = legal.any(dim=1)  # afterstate rows (mcts.afterstates) have no legal action, no target
-    policy_loss = policy_loss.mean() if bool(has_policy.all()) else \
-        policy_loss.sum() / has_policy.sum().clamp(min=1)
-    if game.num_players == 1:
-        target = two_hot(target_v, net.params.support_max, net.params.support_eps)
-        value_loss = -(target * torch.log_softmax(value_out, dim=1)).sum(dim=1).mean()
-    else:
-        value_loss = F.mse_loss(value_out, target_v)
+    policy_loss = policy_rows.mean() if bool(has_policy.all()) else \
+        policy_rows.sum() / has_policy.sum().clamp(min=1)
+    value_loss = value_rows.mean()
     loss = policy_loss + tp.value_weight * value_loss
     if occupancy is None:
         return loss, policy_loss, value_loss

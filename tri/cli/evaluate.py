@@ -9,12 +9,12 @@ from pathlib import Path
 import click
 
 from tri import atomic
-from tri.champions import champion
 from tri.cli.common import PARAMS_OPTION, PROGRESS_OPTION, TriGroup, progress_report
 from tri.config import MAX_SEED, Runtime, load_params, params_for_game
 from tri.evaluate import format_table, format_triangle, run_connect4, run_tictactoe, run_triangle
 from tri.evaluate.loss import format_loss
 from tri.evaluate.loss import run as run_loss
+from tri.player_specs import parse_spec
 from tri.record.runs import log_evaluation
 
 
@@ -147,13 +147,13 @@ def eval_loss(network: str, data: tuple[Path, ...], baseline: str | None, out: P
     """NETWORK's policy and value loss on self-play positions it never trained on, as training
     computes them (the recorded targets, the afterstate rows with mcts.afterstates), and against
     a --baseline network the paired difference: which of two networks learnt the value or the
-    policy better, long before games can tell. NETWORK and --baseline: a checkpoint path, or
-    champion (the game's shipped one). The game is params.yaml's."""
+    policy better, long before games can tell. NETWORK and --baseline: a checkpoint path,
+    champion (the game's shipped one) or an MLflow models:/NAME@ALIAS. The game is params.yaml's."""
 
     params = load_params(params_path)
 
-    def checkpoint(spec: str) -> Path:
-        return champion(params.game.name)[0] if spec in ("champion", f"champion:{params.game.name}") else Path(spec)
+    def checkpoint(spec: str) -> Path:  # a path, champion[:GAME] or models:/NAME@ALIAS, as players name it
+        return parse_spec(f"net:{spec}", game=params.game.name).path
 
     result = run_loss(params, checkpoint(network), list(data), None if baseline is None else checkpoint(baseline),
                       runtime=Runtime())

@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 
 from tri import layout
+from tri.champions import champion
 from tri.cli.common import PARAMS_OPTION, stop_on_signals
 from tri.config import Runtime, load_params, project_params, recipe_params
 from tri.errors import TriError
-from tri.champions import champion
 from tri.games import DEFAULT_GAME, GAMES, make_game
 from tri.net import load_checkpoint
 from tri.params_yaml import changed_defaults, describe_params, dump_params

@@ -23,14 +23,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from tri.arena import t_quantile
 from tri.config import Params, Runtime
 from tri.device import resolve_device
 from tri.games import make_game
-from tri.net import load_checkpoint, two_hot
-from tri.train import load_window
+from tri.net import load_checkpoint
+from tri.train import load_window, row_losses
 
 BATCH = 1024  # positions per forward pass
 
@@ -62,9 +61,9 @@ class HeldOutLoss:
         return json.dumps(asdict(self), indent=2)
 
 
-def row_losses(model, window: dict[str, np.ndarray], game, device: str) -> tuple[np.ndarray, np.ndarray]:
+def network_row_losses(model, window: dict[str, np.ndarray], game, device: str) -> tuple[np.ndarray, np.ndarray]:
     """``(policy [P], value [P])``: each row's losses under ``model`` (evaluation mode), as
-    training defines them; ``policy`` is NaN where the row has no policy target (an afterstate)."""
+    training defines them (:func:`tri.train.row_losses`); ``policy`` is NaN where the row has no policy target (an afterstate)."""
     model = model.eval().to(device)
     policy_out, value_out = [], []
     with torch.inference_mode():
@@ -72,15 +71,10 @@ def row_losses(model, window: dict[str, np.ndarray], game, device: str) -> tuple
             rows = slice(start, start + BATCH)
             logits, value = model(torch.from_numpy(game.encode(window["state"][rows])).to(device))
             legal = torch.tensor(window["legal"][rows], device=device)  # a copy: the window may be read-only
-            log_p = torch.log_softmax(logits.float().masked_fill(~legal, -1e9), dim=1)
-            policy = -(torch.tensor(window["policy"][rows], device=device) * log_p).sum(dim=1)
+            policy, value = row_losses(game, model.params, logits, value, legal,
+                                       torch.tensor(window["policy"][rows], device=device),
+                                       torch.tensor(window["value_target"][rows], device=device))
             policy[~legal.any(dim=1)] = float("nan")
-            target = torch.tensor(window["value_target"][rows], device=device)
-            if game.num_players == 1:
-                two = two_hot(target, model.params.support_max, model.params.support_eps)
-                value = -(two * torch.log_softmax(value.float(), dim=1)).sum(dim=1)
-            else:
-                value = F.mse_loss(value.float(), target, reduction="none")
             policy_out.append(policy.cpu().numpy())
             value_out.append(value.cpu().numpy())
     return np.concatenate(policy_out), np.concatenate(value_out)
@@ -96,7 +90,7 @@ def run(params: Params, player: Path, data: list[Path], baseline: Path | None = 
     nets = [load_checkpoint(p, game) for p in ([player] if baseline is None else [player, baseline])]
     window = load_window(game, list(data), afterstates=params.mcts.afterstates and game.stochastic,
                          with_games=True)[0]
-    losses = [row_losses(ckpt.model, window, game, device) for ckpt in nets]
+    losses = [network_row_losses(ckpt.model, window, game, device) for ckpt in nets]
     has_policy = ~np.isnan(losses[0][0])
     games = np.unique(window["game"])
     result = dict(data=[str(d) for d in data], positions=int(window["state"].shape[0]),

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from tri import layout
 from tri.config import Params
-from tri.params_yaml import describe_params
 from tri.errors import TriError
+from tri.params_yaml import describe_params
 from tri.record.versioning import git_run
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # tri/record/project.py -> the checkout

@@ -21,10 +21,10 @@ import shutil
 import uuid
 from pathlib import Path
 
+from tri.atomic import sha256
 from tri.config import Runtime
 from tri.errors import TriError
 from tri.record import mlstore
-from tri.atomic import sha256
 
 CHAMPION = "champion"
 CHECKPOINT_DIR = "checkpoint"

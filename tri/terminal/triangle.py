@@ -18,7 +18,6 @@ Example (library)::
 
 from __future__ import annotations
 
-
 from rich.console import Console
 from rich.text import Text
 
