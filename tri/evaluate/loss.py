@@ -63,7 +63,8 @@ class HeldOutLoss:
 
 def network_row_losses(model, window: dict[str, np.ndarray], game, device: str) -> tuple[np.ndarray, np.ndarray]:
     """``(policy [P], value [P])``: each row's losses under ``model`` (evaluation mode), as
-    training defines them (:func:`tri.train.row_losses`); ``policy`` is NaN where the row has no policy target (an afterstate)."""
+    training defines them (:func:`tri.train.row_losses`); ``policy`` is NaN where the row has no
+    policy target (an afterstate)."""
     model = model.eval().to(device)
     policy_out, value_out = [], []
     with torch.inference_mode():
