@@ -126,7 +126,7 @@ def test_bad_inputs_are_user_errors(tmp_path):
 
 
 def _timeless(result: TriangleEval) -> dict:
-    return {k: v for k, v in result.to_dict().items() if k not in ("seconds", "baseline_file")}
+    return {k: v for k, v in result.to_dict().items() if k not in ("seconds", "baseline_file", "player_file")}
 
 
 def test_a_saved_result_is_the_baseline_without_playing_it_again(tmp_path):
@@ -152,6 +152,34 @@ def test_a_saved_result_is_the_baseline_without_playing_it_again(tmp_path):
     # Fewer games: the file's first seeds, where greedy (deterministic) meets its own games.
     assert four.baseline_scores == record["scores"][:4] == four.scores
     assert four.baseline_steps == record["steps"][:4] and (four.wins, four.ties, four.losses) == (0, 4, 0)
+
+
+def test_a_saved_player_pairs_with_a_baseline_that_plays_or_with_another_saved_one(tmp_path):
+    greedy, random_ = tmp_path / "greedy.json", tmp_path / "random.json"
+    run_triangle(PARAMS, "greedy", baseline="random", games=GAMES, seed=4, out=greedy, runtime=CPU)
+    run_triangle(PARAMS, "random", baseline="greedy", games=GAMES, seed=4, out=random_, runtime=CPU)
+    played = run_triangle(PARAMS, "greedy", baseline="random", games=GAMES, seed=4, runtime=CPU)
+    # The player from its file, the baseline playing: the same figures as both playing.
+    half = run_triangle(PARAMS, str(greedy), baseline="random", games=GAMES, seed=4, runtime=CPU)
+    assert _timeless(half) == _timeless(played)
+    assert half.player_file == str(greedy) and half.baseline_file is None and played.player_file is None
+    assert f"greedy (from {greedy})" in format_triangle(half)
+    # Both from files, each measured in its own run: nothing plays, so a name no spec knows pairs.
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps({**json.loads(random_.read_text()), "player": "someone else's agent"}))
+    both = run_triangle(PARAMS, str(greedy), baseline=str(renamed), games=GAMES, seed=4, runtime=CPU)
+    assert {**_timeless(both), "baseline": "random"} == _timeless(played)
+    assert (both.player_file, both.baseline_file) == (str(greedy), str(renamed))
+    # FILE.json:baseline as the player: the file's other side.
+    other = run_triangle(PARAMS, f"{random_}:baseline", baseline=str(random_), games=4, seed=4, runtime=CPU)
+    assert (other.player, other.baseline) == ("greedy", "random") and other.player_file == f"{random_}:baseline"
+    assert other.scores == played.scores[:4] and other.baseline_scores == played.baseline_scores[:4]
+    with pytest.raises(TriError, match=re.escape(f"player {tmp_path / 'missing.json'}: file not found")):
+        run_triangle(PARAMS, str(tmp_path / "missing.json"), baseline="random", games=GAMES, seed=4, runtime=CPU)
+    with pytest.raises(TriError, match="player .*greedy.json was played on evaluation seed 4, not 0"):
+        run_triangle(PARAMS, str(greedy), baseline="random", games=GAMES, seed=0, runtime=CPU)
+    with pytest.raises(TriError, match="--simulations sets the budget of a PLAYER that plays"):
+        run_triangle(PARAMS, str(greedy), baseline="random", games=GAMES, seed=4, simulations=8, runtime=CPU)
 
 
 def test_a_saved_baseline_that_does_not_fit_is_a_user_error(tmp_path):

@@ -119,7 +119,8 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
 
     --baseline FILE.json pairs PLAYER with the player of a saved result (this command's --out) on
     its first --games seeds, FILE.json:baseline with its baseline: the same --seed, and the same
-    rules and arena.max_moves.
+    rules and arena.max_moves. PLAYER may be a saved result too: with both, nothing plays (two
+    players measured in different runs, paired in a second).
     """
 
     params = params_for_game(params_path, "triangle")  # another game's project: its recipe

@@ -24,8 +24,10 @@ repeat a 62-bit seed only by chance: for n seeds, odds of about n^2 / 2^63).
 **A saved result as the baseline.** The baseline may be a JSON file this module wrote
 (``--out``): its player's per-seed scores (``FILE.json``, or ``FILE.json:baseline`` for its
 baseline's) are paired with PLAYER's, not played again (:func:`load_recorded`), so a new network
-is compared with a champion's published figure seed for seed without repeating its search, and
-a paired difference quoted from two files is one command. The file must hold at least ``games`` games of the same evaluation ``seed`` (its
+is compared with a champion's published figure seed for seed without repeating its search.
+PLAYER may be a saved result too: with both, nothing plays, and the paired difference of two
+players measured in different runs (each against its own baseline) is one command and a
+second. The file must hold at least ``games`` games of the same evaluation ``seed`` (its
 first ``games`` seeds are this evaluation's, checked), and, when it records them (files since
 2026-11-28), the same rules and ``arena.max_moves`` (:func:`conditions`).
 """
@@ -118,11 +120,12 @@ def is_recorded(spec) -> bool:
     return text.endswith(".json") or any(text.endswith(f".json:{side}") for side in SIDES)
 
 
-def load_recorded(spec: str | Path, params: Params, seed: int, games: int) -> Recorded:
+def load_recorded(spec: str | Path, params: Params, seed: int, games: int, role: str = "baseline") -> Recorded:
     """The player of the saved result ``spec`` (``FILE.json``, or ``FILE.json:baseline`` for the
     file's baseline) on the first ``games`` seeds of evaluation ``seed``; a
-    :class:`~tri.errors.TriError` (one line) when the file is missing or malformed, is another
-    game's, was played on other seeds or has fewer games, or records other :func:`conditions`."""
+    :class:`~tri.errors.TriError` (one line, naming the ``role`` it was given for: ``player`` or
+    ``baseline``) when the file is missing or malformed, is another game's, was played on other
+    seeds or has fewer games, or records other :func:`conditions`."""
     path, side = str(spec), "player"
     for name in SIDES:
         if path.lower().endswith(f".json:{name}"):
@@ -130,28 +133,28 @@ def load_recorded(spec: str | Path, params: Params, seed: int, games: int) -> Re
     try:
         saved = _Saved.model_validate_json(Path(path).read_bytes())
     except FileNotFoundError:
-        raise TriError(f"baseline {path}: file not found") from None
+        raise TriError(f"{role} {path}: file not found") from None
     except OSError as exc:
-        raise TriError(f"baseline {path}: cannot read it ({exc.strerror or exc})") from None
+        raise TriError(f"{role} {path}: cannot read it ({exc.strerror or exc})") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the file"
-        raise TriError(f"baseline {path}: not a saved tri eval triangle result ({where}: {first['msg']})") from None
+        raise TriError(f"{role} {path}: not a saved tri eval triangle result ({where}: {first['msg']})") from None
     if saved.game != "triangle":
-        raise TriError(f"baseline {path}: a result of the game {saved.game!r}, not 'triangle'")
+        raise TriError(f"{role} {path}: a result of the game {saved.game!r}, not 'triangle'")
     per_seed = (saved.seeds, saved.scores, saved.steps, saved.baseline_scores, saved.baseline_steps)
     if any(len(values) != saved.games for values in per_seed):
-        raise TriError(f"baseline {path}: its seeds, scores and steps do not hold {saved.games} games each")
+        raise TriError(f"{role} {path}: its seeds, scores and steps do not hold {saved.games} games each")
     if saved.seed != seed:
-        raise TriError(f"baseline {path} was played on evaluation seed {saved.seed}, not {seed} "
+        raise TriError(f"{role} {path} was played on evaluation seed {saved.seed}, not {seed} "
                        f"(use --seed {saved.seed})")
     if saved.games < games:
-        raise TriError(f"baseline {path} holds {saved.games} games; this evaluation plays {games} "
+        raise TriError(f"{role} {path} holds {saved.games} games; this evaluation plays {games} "
                        f"(use --games {saved.games} or fewer)")
     if saved.seeds[:games] != eval_seeds(seed, games).tolist():
-        raise TriError(f"baseline {path}: its seeds are not those of evaluation seed {seed}")
+        raise TriError(f"{role} {path}: its seeds are not those of evaluation seed {seed}")
     if saved.conditions and saved.conditions != conditions(params):
-        raise TriError(f"baseline {path} was played under other rules (game.triangle) or arena.max_moves "
+        raise TriError(f"{role} {path} was played under other rules (game.triangle) or arena.max_moves "
                        f"than these params")
     if side == "baseline":
         return Recorded(str(spec), saved.baseline, saved.baseline_simulations, saved.baseline_trees,
@@ -168,8 +171,8 @@ class TriangleEval:
     PLAYER scores more, as much (within 1e-9), less. Per seed, in the order of ``seeds [N]``:
     ``scores [N]``, ``baseline_scores [N]``, ``steps [N]``, ``baseline_steps [N]``.
     ``simulations``: a player's search budget (None without search), in each of ``trees`` trees
-    per move (``baseline_trees``). ``baseline_file``: the saved result the baseline's games were
-    read from (:func:`load_recorded`), or None when it played. ``conditions``: the rules and
+    per move (``baseline_trees``). ``player_file``, ``baseline_file``: the saved result a
+    player's games were read from (:func:`load_recorded`), or None when it played. ``conditions``: the rules and
     move cap the games were played under (:func:`conditions`)."""
 
     game: str
@@ -198,6 +201,7 @@ class TriangleEval:
     seconds: float = 0.0
     baseline_file: str | None = None
     conditions: str = ""
+    player_file: str | None = None
     seeds: list[int] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
     baseline_scores: list[float] = field(default_factory=list)
@@ -221,10 +225,10 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
     """``player`` against ``baseline`` (each a spec, see :mod:`tri.player_specs`, or an agent) on the
     ``games`` seeds of :func:`eval_seeds` ``(seed, games)``, in ``params.game.triangle``'s puzzle;
     ``simulations`` sets the search budget of ``player`` if it is a bare checkpoint path (a
-    baseline checkpoint plays ``arena.simulations``, or its own ``mcts:PATH:N``); a baseline
-    ``FILE.json`` or ``FILE.json:baseline`` is a saved result, not played again
-    (:func:`load_recorded`). Writes ``out``
-    (JSON) if given; ``progress`` hears of every game (:mod:`tri.progress`)."""
+    baseline checkpoint plays ``arena.simulations``, or its own ``mcts:PATH:N``); either of them
+    as ``FILE.json`` or ``FILE.json:baseline`` is a saved result, not played again
+    (:func:`load_recorded`). Writes ``out`` (JSON) if given; ``progress`` hears of every game
+    (:mod:`tri.progress`)."""
 
     start = time.perf_counter()
     if games < 2:
@@ -238,41 +242,49 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
     batch = arena_batch(ap, game, games)
     # The same generator seed for both players: common random numbers, as in the arena.
     rng_seed = [seed, EVAL_DOMAIN]
-    recorded = load_recorded(baseline, params, seed, games) if is_recorded(baseline) else None
-    agent, _, name, sims = make_player(player, game, params, simulations=simulations, seed=rng_seed,
-                                       device=device, batch=batch)
-    if recorded is None:
-        base, _, base_name, base_sims = make_player(baseline, game, params, simulations=None, seed=rng_seed,
-                                                    device=device, batch=batch)
-        base_trees = getattr(base, "determinizations", 1)
-    else:
-        base_name, base_sims, base_trees = recorded.name, recorded.simulations, recorded.trees
+    specs = (player, baseline)
+    recorded = [load_recorded(spec, params, seed, games, role) if is_recorded(spec) else None
+                for spec, role in zip(specs, SIDES)]
+    if recorded[0] is not None and simulations is not None:
+        raise TriError("--simulations sets the budget of a PLAYER that plays, not of a saved result's")
+    agents, names, sims, trees = [None, None], ["", ""], [None, None], [1, 1]
+    for k, spec in enumerate(specs):
+        if recorded[k] is None:
+            agents[k], _, names[k], sims[k] = make_player(spec, game, params, seed=rng_seed, device=device,
+                                                          simulations=simulations if k == 0 else None, batch=batch)
+            trees[k] = getattr(agents[k], "determinizations", 1)
+        else:
+            names[k], sims[k], trees[k] = recorded[k].name, recorded[k].simulations, recorded[k].trees
     seeds = eval_seeds(seed, games)
+    scores, steps = [None, None], [None, None]
     # torch_threads: as in the arena, results must not depend on the machine
-    with torch_threads(), progress_meter(game, (name, base_name), games, progress) as m:
-        if recorded is None:
-            ours, theirs = (e.games for e in play_paired(game, ap, agent, base, seeds, m, runtime.workers > 1))
-            base_scores = np.array([g.score for g in theirs])
-            base_steps = [g.steps for g in theirs]
-        else:  # the baseline's games are in the file: counted as done, PLAYER plays alone
-            base_scores, base_steps = np.array(recorded.scores), list(recorded.steps)
-            m.advance(games, sum_1=float(base_scores.sum()), games_1=games)
-            ours = play_one(game, ap, agent, seeds, m).games
-    scores = np.array([g.score for g in ours])
-    steps = [g.steps for g in ours]
-    diff = scores - base_scores
-    mean, low, high = mean_ci(scores)
-    b_mean, b_low, b_high = mean_ci(base_scores)
+    with torch_threads(), progress_meter(game, (names[0], names[1]), games, progress) as m:
+        for k, saved in enumerate(recorded):  # a saved side's games are in its file: counted as done
+            if saved is not None:
+                scores[k], steps[k] = np.array(saved.scores), list(saved.steps)
+                m.advance(games, **{f"sum_{k}": float(scores[k].sum()), f"games_{k}": games})
+        live = [k for k in (0, 1) if recorded[k] is None]
+        if len(live) == 2:
+            episodes = dict(enumerate(e.games for e in play_paired(game, ap, agents[0], agents[1], seeds, m,
+                                                                   runtime.workers > 1)))
+        else:  # one side plays alone, or none
+            episodes = {k: play_one(game, ap, agents[k], seeds, m, k).games for k in live}
+    for k, played in episodes.items():
+        scores[k], steps[k] = np.array([g.score for g in played]), [g.steps for g in played]
+    diff = scores[0] - scores[1]
+    mean, low, high = mean_ci(scores[0])
+    b_mean, b_low, b_high = mean_ci(scores[1])
     d_mean, d_low, d_high = mean_ci(diff)
     result = TriangleEval(
-        game="triangle", player=name, simulations=sims, baseline=base_name, baseline_simulations=base_sims,
-        games=games, seed=seed, mean=mean, low=low, high=high, mean_steps=float(np.mean(steps)),
+        game="triangle", player=names[0], simulations=sims[0], baseline=names[1], baseline_simulations=sims[1],
+        games=games, seed=seed, mean=mean, low=low, high=high, mean_steps=float(np.mean(steps[0])),
         baseline_mean=b_mean, baseline_low=b_low, baseline_high=b_high,
-        baseline_mean_steps=float(np.mean(base_steps)), diff_mean=d_mean, diff_low=d_low, diff_high=d_high,
+        baseline_mean_steps=float(np.mean(steps[1])), diff_mean=d_mean, diff_low=d_low, diff_high=d_high,
         wins=int((diff > TIE).sum()), ties=int((np.abs(diff) <= TIE).sum()), losses=int((diff < -TIE).sum()),
-        seeds=seeds.tolist(), scores=scores.tolist(), baseline_scores=base_scores.tolist(), steps=steps,
-        baseline_steps=base_steps, trees=getattr(agent, "determinizations", 1), baseline_trees=base_trees,
-        baseline_file=None if recorded is None else recorded.path, conditions=conditions(params))
+        seeds=seeds.tolist(), scores=scores[0].tolist(), baseline_scores=scores[1].tolist(), steps=steps[0],
+        baseline_steps=steps[1], trees=trees[0], baseline_trees=trees[1],
+        baseline_file=None if recorded[1] is None else recorded[1].path, conditions=conditions(params),
+        player_file=None if recorded[0] is None else recorded[0].path)
     result.seconds = time.perf_counter() - start
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")
@@ -287,8 +299,9 @@ def format_triangle(result: TriangleEval) -> str:
         budget = f" ({sims} simulations{f' x {trees} trees' if trees > 1 else ''})" if sims else ""
         return f"{name}{budget}{role}"
 
-    rows = [(label(result.player, result.simulations, result.trees, ""), result.mean, result.low, result.high,
-             result.mean_steps),
+    rows = [(label(result.player, result.simulations, result.trees,
+                   f" (from {result.player_file})" if result.player_file else ""), result.mean, result.low,
+             result.high, result.mean_steps),
             (label(result.baseline, result.baseline_simulations, result.baseline_trees,
                    f" (baseline, from {result.baseline_file})" if result.baseline_file else " (baseline)"),
              result.baseline_mean,
