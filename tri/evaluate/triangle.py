@@ -172,8 +172,8 @@ class TriangleEval:
     ``scores [N]``, ``baseline_scores [N]``, ``steps [N]``, ``baseline_steps [N]``.
     ``simulations``: a player's search budget (None without search), in each of ``trees`` trees
     per move (``baseline_trees``). ``player_file``, ``baseline_file``: the saved result a
-    player's games were read from (:func:`load_recorded`), or None when it played. ``conditions``: the rules and
-    move cap the games were played under (:func:`conditions`)."""
+    player's games were read from (:func:`load_recorded`), or None when it played.
+    ``conditions``: the rules and move cap the games were played under (:func:`conditions`)."""
 
     game: str
     player: str
