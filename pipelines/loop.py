@@ -11,7 +11,7 @@ Prefect server, its MLflow runs left RUNNING, a generation decided but not commi
 :func:`loop_flow` against a Prefect server of its own (unless ``PREFECT_API_URL`` names one:
 :mod:`pipelines.loop_server`), started in its own session and dying with this process
 (:mod:`pipelines.processes`), so Ctrl-C reaches the loop first and the server records how the
-runs ended before it is stopped.
+runs ended before it is stopped: Cancelled, with what was kept (:mod:`pipelines.run_states`).
 """
 
 from __future__ import annotations
@@ -20,19 +20,17 @@ import math
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from datetime import datetime, timezone
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect._internal.concurrency.services import QueueService
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
-from prefect.client.schemas.objects import StateType
 from prefect.exceptions import TerminationSignal
-from prefect.states import Crashed
 
 from pipelines import serve, story
-from pipelines.loop_server import LoopServer, loop_server
 from pipelines.generation import configured
+from pipelines.loop_server import LoopServer, loop_server
+from pipelines.run_states import crash_stale_flow_runs, tell_stopped
 from tri.config import Runtime, project_params
 from tri.record import runs, versioning
 
@@ -123,21 +121,6 @@ def recover(root: Path) -> list[str]:
     return done
 
 
-def crash_stale_flow_runs(root: Path) -> int:
-    """Mark Crashed this project's loop and generation flow runs that the Prefect server still
-    shows as running: a killed loop could not report how they ended. Call with the project lock
-    held and the server up. Returns how many it marked."""
-    alive = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
-        any_=[StateType.RUNNING, StateType.PENDING])))
-    marked = 0
-    with get_client(sync_client=True) as client:
-        for run in client.read_flow_runs(flow_run_filter=alive):
-            if run.parameters.get("root") == str(root):
-                client.set_flow_run_state(run.id, Crashed(message="its tri loop was killed"), force=True)
-                marked += 1
-    return marked
-
-
 def run(root: Path, params_file: str | None = None, *, generations: int | None = None,
         minutes: float | None = None, plateau: int | None = None,
         echo: Callable[[str], None] = print, terminal: bool = False,
@@ -159,10 +142,14 @@ def run(root: Path, params_file: str | None = None, *, generations: int | None =
             if crashed:
                 echo(f"note: marked {crashed} Prefect flow run(s) a killed tri loop left running as Crashed")
             echo(HEADER)
+            since = datetime.now(timezone.utc)
             try:
                 with story.showing_progress(echo, terminal):
                     return loop_flow(root=str(root), params_file=params_file, generations=generations,
                                      minutes=minutes, plateau=plateau, echo=True)
+            except (KeyboardInterrupt, TerminationSignal):
+                tell_stopped(root, since, "Ctrl-C or SIGTERM to tri loop")
+                raise
             finally:
                 _drain_prefect()
 

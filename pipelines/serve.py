@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from pipelines.processes import HOST, STARTUP_TIMEOUT, Service, check_port, running, stop_workers
@@ -160,6 +160,7 @@ class Stopper:
         self.task = None
         self.held: tuple | None = None  # a signal that came while servers were being launched
         self.holding = False
+        self.stopped_at: datetime | None = None  # when the signal that stops everything came
 
     @contextmanager
     def launching(self) -> Iterator[None]:
@@ -181,6 +182,7 @@ class Stopper:
             self.held = (signum, frame)
             return
         ignore_interrupts()
+        self.stopped_at = datetime.now(timezone.utc)
         stop_workers()
         if self.loop is None:
             raise KeyboardInterrupt
@@ -378,6 +380,10 @@ def _serve(root: Path, services: list[Service], schedule: Schedule, loop_stop: L
                     ignore_interrupts()
                     echo("stopping: flow runs, the serve loop, then the servers ...")
                     stop_workers()  # any left (none after a signal: the handler stopped them)
+                    if stopper.stopped_at is not None:  # the runs it ended: Cancelled, not Crashed
+                        from pipelines.run_states import tell_stopped  # imports prefect (see make_runner)
+
+                        tell_stopped(root, stopper.stopped_at, "Ctrl-C or SIGTERM to tri serve")
         except KeyboardInterrupt:
             pass  # interrupted while starting: running() has stopped what started
     echo("stopped")

@@ -8,6 +8,9 @@ one before it left: finished shards are kept, the rest played again):
 - SIGINT to the process group (a terminal's Ctrl-C reaches every process in it), SIGTERM to the
   process alone (one handler takes SIGINT and SIGTERM): it exits within seconds with one line and
   status 130, no traceback, the loop's MLflow run KILLED;
+- SIGINT and SIGTERM leave the loop's and the generation's flow runs Cancelled on the Prefect
+  server, saying what was recorded and that the next loop redoes the generation (Prefect's own
+  engine would have said Crashed);
 - SIGKILL: it cannot clean up; the Prefect server it started dies with it, and the next start
   marks the MLflow run it left RUNNING as KILLED and its flow runs as Crashed.
 
@@ -18,8 +21,10 @@ generation 2, and then ``git status`` and ``dvc status`` are clean.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -100,6 +105,15 @@ def loop_runs(root: Path) -> dict[str, str]:
     return {r.info.run_id: r.info.status for r in runs if r.data.tags.get("tri.kind") == "loop"}
 
 
+def flow_runs(root: Path) -> dict[str, tuple[str, str, str | None]]:
+    """The project's Prefect flow runs, ``id: (name, state type, state message)``, from its server's
+    database (read once the loop, and so its server, has stopped)."""
+    with contextlib.closing(sqlite3.connect(root / ".prefect" / "prefect.db")) as db:
+        rows = db.execute("SELECT r.id, r.name, r.state_type, s.message FROM flow_run r "
+                          "LEFT JOIN flow_run_state s ON s.id = r.state_id").fetchall()
+    return {run_id: (name, state, message) for run_id, name, state, message in rows}
+
+
 def check_generation_recorded(root: Path, generation: int) -> None:
     tags = git(root, "tag", "--list", "tri/*").split()
     assert tags == [f"tri/gen-{g:04d}" for g in range(1, generation + 1)]
@@ -118,6 +132,7 @@ def test_every_way_of_stopping_the_loop_leaves_a_project_that_goes_on(tmp_path):
     folder = layout.selfplay_dir(root, g)
     for n, (sig, target, phase) in enumerate(SCENARIOS):
         runs_before = loop_runs(root) if n else {}
+        flows_before = flow_runs(root) if n else {}
         proc = subprocess.Popen([sys.executable, "-m", "tri.cli", "loop", "--root", str(root), "--generations", "2"],
                                 cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
@@ -156,6 +171,14 @@ def test_every_way_of_stopping_the_loop_leaves_a_project_that_goes_on(tmp_path):
             assert seconds < 15, (what, seconds)
             new = {k: v for k, v in loop_runs(root).items() if k not in runs_before}
             assert list(new.values()) == ["KILLED"], (what, new)
+            # Prefect tells the stop as a person would: Cancelled, with what was recorded.
+            flows = sorted(v for k, v in flow_runs(root).items() if k not in flows_before and v[1] != "COMPLETED")
+            kept = "the next tri loop redoes it (its finished self-play shards are kept)"
+            assert [(name[:5], state) for name, state, _ in flows] == [("gen-0", "CANCELLED"), ("loop-", "CANCELLED")], \
+                (what, flows)
+            assert flows[0][2] == f"stopped by Ctrl-C or SIGTERM to tri loop; this generation was not recorded, and {kept}"
+            assert flows[1][2] == (f"stopped by Ctrl-C or SIGTERM to tri loop after {1 if n == 0 else 0} recorded "
+                                   f"generation(s); the generation in flight was not recorded, and {kept}"), flows
         # Nothing it started is left (the server dies with it even after SIGKILL), the lock is free.
         deadline = time.monotonic() + 15
         while started_by(root) and time.monotonic() < deadline:
@@ -171,6 +194,11 @@ def test_every_way_of_stopping_the_loop_leaves_a_project_that_goes_on(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "note: marked 1 MLflow run(s) a killed tri loop left RUNNING as KILLED" in proc.stdout
     assert "note: marked 2 Prefect flow run(s) a killed tri loop left running as Crashed" in proc.stdout  # loop, generation
+    states = sorted((name[:4], state) for name, state, _ in flow_runs(root).values())
+    kills = sum(sig == "KILL" for sig, _, _ in SCENARIOS)
+    assert states == sorted([("gen-", "COMPLETED")] * 2 + [("loop", "COMPLETED")]
+                            + [("gen-", "CANCELLED"), ("loop", "CANCELLED")] * (len(SCENARIOS) - kills)
+                            + [("gen-", "CRASHED"), ("loop", "CRASHED")] * kills), states
     check_generation_recorded(root, done + 1)
     statuses = sorted(loop_runs(root).values())
     assert statuses == ["FINISHED"] + ["KILLED"] * len(SCENARIOS), statuses

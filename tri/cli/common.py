@@ -55,7 +55,7 @@ def stop_on_signals():
     """SIGINT (Ctrl-C, which a terminal sends to its whole foreground process group) and SIGTERM
     (``kill``, a scheduler) both stop the command (``tri loop``, ``tri champions publish``): the
     first raises KeyboardInterrupt, so Python unwinds and every ``finally`` runs (publish's
-    staging folder is removed; the loop's shards in flight stop, its flow runs are marked crashed
+    staging folder is removed; the loop's shards in flight stop, its flow runs are marked cancelled
     on the Prefect server, still up in its own session, its MLflow run KILLED, the lock released,
     the server stopped last); later ones are ignored, so the shutdown finishes. While a flow runs,
     Prefect's own SIGTERM handler raises ``TerminationSignal`` instead, which unwinds the same way.
