@@ -19,11 +19,13 @@ from tri.search import Evaluator, MctsParams, search
 @dataclass(frozen=True)
 class Decision:
     """actions [B] int64; policy [B, A] float32 or None (the search's policy target);
-    value [B] float32 or None (root value estimate, side to move)."""
+    value [B] float32 or None (root value estimate, side to move); policy_target [B] bool or
+    None (which policies are training targets; None: all, see :class:`PlayoutCapAgent`)."""
 
     actions: np.ndarray
     policy: np.ndarray | None = None
     value: np.ndarray | None = None
+    policy_target: np.ndarray | None = None
 
 
 class Agent(Protocol):
@@ -70,3 +72,26 @@ class MctsAgent:
             return Decision(result.action, result.policy, result.value)
         actions = choose(result.visits, moves, self.temperature, self.temperature_moves, self.rng)
         return Decision(actions, result.policy, result.value)
+
+
+class PlayoutCapAgent:
+    """KataGo's playout cap randomisation: each game's move is searched in full by ``full``
+    with probability ``fraction``, else by ``fast`` (fewer simulations, no noise: it plays the
+    game on); only the full searches' policies are training targets (``Decision.policy_target``),
+    while every move's root value still feeds the value targets. The coins come from ``rng``,
+    one per game and move."""
+
+    def __init__(self, full: MctsAgent, fast: MctsAgent, fraction: float, rng: np.random.Generator,
+                 name: str = "mcts"):
+        self.full, self.fast, self.fraction, self.rng, self.name = full, fast, fraction, rng, name
+
+    def act(self, states: np.ndarray, moves: np.ndarray) -> Decision:
+        full = self.rng.random(states.shape[0]) < self.fraction
+        actions = np.zeros(states.shape[0], np.int64)
+        policy = np.zeros((states.shape[0], self.full.game.num_actions), np.float32)
+        value = np.zeros(states.shape[0], np.float32)
+        for agent, rows in ((self.full, np.flatnonzero(full)), (self.fast, np.flatnonzero(~full))):
+            if rows.size:
+                decision = agent.act(states[rows], moves[rows])
+                actions[rows], policy[rows], value[rows] = decision.actions, decision.policy, decision.value
+        return Decision(actions, policy, value, policy_target=full)

@@ -174,6 +174,15 @@ class SelfplayParams(BaseModel):
                                            "mcts.gumbel Gumbel's sampling of the considered actions")
     td_steps: int = Field(10, ge=0, description="single-player value targets: n-step returns bootstrapped "
                                                 "from the search value n moves later (0: full returns)")
+    full_fraction: float = Field(1.0, gt=0, le=1, description="playout cap randomisation (KataGo): the share of "
+                                                             "moves searched in full (mcts.simulations, with "
+                                                             "noise), whose policy is a training target; the "
+                                                             "others search fast_simulations without noise, play "
+                                                             "the game on and train the value only; 1: every move "
+                                                             "in full")
+    fast_simulations: int = Field(16, gt=0, le=MAX_SIMULATIONS,
+                                  description="search budget of a move not searched in full (full_fraction "
+                                              "below 1); at most 2**31 - 2")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the games' draws and the search's "
                                                         "randomness (with the generation); at most 2**63 - 1")
 

@@ -42,7 +42,9 @@ class GameSummary:
 class Positions:
     """Recorded positions, one row per move, in play order within each game (numpy arrays):
     game [P] (index into seeds), move [P], state [P, L], legal [P, A], policy [P, A], value_target
-    [P], root_value [P], action [P], reward [P], score [P] (score before the move, single-player)."""
+    [P], root_value [P], action [P], reward [P], score [P] (score before the move, single-player);
+    policy_target [P] bool, whose policy is a training target, or None when every one is (no agent
+    said otherwise: :class:`tri.agents.PlayoutCapAgent` does)."""
 
     game: np.ndarray
     move: np.ndarray
@@ -54,6 +56,7 @@ class Positions:
     action: np.ndarray
     reward: np.ndarray
     score: np.ndarray
+    policy_target: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.game.shape[0])
@@ -125,6 +128,7 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
     history: list[list[tuple]] = [[] for _ in range(slots)]
     summaries: list[GameSummary] = []
     rows: list[list[tuple]] = []
+    capped = False  # an agent said which policies are targets (Decision.policy_target)
     next_game = 0
 
     def start(slot_ids: np.ndarray) -> None:
@@ -147,6 +151,7 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
         actions = np.zeros(active.size, np.int64)
         policy = np.zeros((active.size, game.num_actions), np.float32) if record else None
         root_value = np.zeros(active.size, np.float32)
+        target = np.ones(active.size, bool)
         seat = (first_seat[slot_game[active]] + moves[active]) % len(agents)
         for s in range(len(agents)):
             mine = np.flatnonzero(seat == s)
@@ -157,12 +162,15 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
             if record:
                 policy[mine] = decision.policy
                 root_value[mine] = decision.value
+                if decision.policy_target is not None:
+                    target[mine] = decision.policy_target
+                    capped = True
         legal = game.legal(states[active]) if record else None
         t = game.step(states[active], actions)
         for i, slot in enumerate(active):
             if record:
                 history[slot].append((moves[slot], states[slot].copy(), legal[i], policy[i], root_value[i],
-                                      actions[i], t.reward[i], score[slot]))
+                                      actions[i], t.reward[i], score[slot], target[i]))
             for name, values in t.stats.items():
                 stats[slot][name] = stats[slot].get(name, 0) + int(values[i])
         # Single-player score is the sum of rewards; two-player "score" is seat 0's outcome.
@@ -185,23 +193,25 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
                 h = history[slot]
                 z = value_targets(np.array([r[6] for r in h]), np.array([r[4] for r in h]), terminal,
                                   discount, two_player, td_steps)
-                rows.append([(g, *r[:6], z[j], r[6], r[7]) for j, r in enumerate(h)])
+                rows.append([(g, *r[:6], z[j], *r[6:]) for j, r in enumerate(h)])
             if on_game is not None:
                 on_game(summary, len(history[slot]) if record else summary.steps)
         if ended.size:
             start(ended)
     summaries.sort(key=lambda s: s.index)
-    return Episodes(summaries, _positions(game, rows) if record else None)
+    return Episodes(summaries, _positions(game, rows, capped) if record else None)
 
 
-def _positions(game: Game, rows: list[list[tuple]]) -> Positions:
-    """Stack recorded rows (sorted by game, then move) into arrays."""
+def _positions(game: Game, rows: list[list[tuple]], capped: bool) -> Positions:
+    """Stack recorded rows (sorted by game, then move) into arrays; ``policy_target`` only if
+    ``capped``."""
     flat = sorted((r for game_rows in rows for r in game_rows), key=lambda r: (r[0], r[1]))
     if not flat:
-        return Positions(*(np.zeros(0) for _ in range(10)))
-    game_ids, move, state, legal, policy, root_value, action, value_target, reward, score = zip(*flat)
+        return Positions(*(np.zeros(0) for _ in range(10)), policy_target=np.zeros(0, bool) if capped else None)
+    game_ids, move, state, legal, policy, root_value, action, value_target, reward, score, target = zip(*flat)
     return Positions(game=np.array(game_ids, np.int64), move=np.array(move, np.int32),
                      state=np.stack(state), legal=np.stack(legal), policy=np.stack(policy),
                      value_target=np.array(value_target, np.float32),
                      root_value=np.array(root_value, np.float32), action=np.array(action, np.int32),
-                     reward=np.array(reward, np.float32), score=np.array(score, np.float64))
+                     reward=np.array(reward, np.float32), score=np.array(score, np.float64),
+                     policy_target=np.array(target, bool) if capped else None)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from tri import layout
-from tri.agents import MctsAgent
+from tri.agents import MctsAgent, PlayoutCapAgent
 from tri.config import Params, Runtime
 from tri.device import resolve_device, torch_threads
 from tri.episodes import run_episodes
@@ -110,11 +110,15 @@ def play_shard(task: ShardTask, count=None, stop=None) -> ShardResult:
         for stale in out.glob(f".{name}.*.tmp"):
             stale.unlink(missing_ok=True)
     sp = params.selfplay
-    agent = MctsAgent(game, make_evaluator(ckpt.model, game, task.device, fast=True,
-                                             precision=params.mcts.precision,
-                                             symmetrize=params.mcts.symmetrize), params.mcts,
-                      shard_rng(sp.seed, task.generation, task.shard), noise=sp.noise,
-                      temperature=sp.temperature, temperature_moves=sp.temperature_moves)
+    evaluate = make_evaluator(ckpt.model, game, task.device, fast=True, precision=params.mcts.precision,
+                              symmetrize=params.mcts.symmetrize)
+    rng = shard_rng(sp.seed, task.generation, task.shard)
+    agent = MctsAgent(game, evaluate, params.mcts, rng, noise=sp.noise, temperature=sp.temperature,
+                      temperature_moves=sp.temperature_moves)
+    if sp.full_fraction < 1:  # playout cap randomisation: the other moves fast, without noise
+        fast = MctsAgent(game, evaluate, params.mcts, rng, noise=False, temperature=sp.temperature,
+                         temperature_moves=sp.temperature_moves, simulations=sp.fast_simulations)
+        agent = PlayoutCapAgent(agent, fast, sp.full_fraction, rng)
 
     def on_game(summary, positions):
         if count is not None:
@@ -151,8 +155,10 @@ def _task_key(task: ShardTask, model_id: str) -> str:
     p = task.params
     # The game's own section only: registering another game must not change this game's keys.
     game = [p.game.name, getattr(p.game, p.game.name).model_dump(mode="json")]
+    # Without playout caps, their settings do not act: keys stay those of shards written before them.
+    uncapped = {"full_fraction", "fast_simulations"} if p.selfplay.full_fraction == 1 else set()
     text = json.dumps([game, p.mcts.model_dump(mode="json"),
-                       p.selfplay.model_dump(mode="json"), model_id, task.generation, task.shard, task.first_game,
+                       p.selfplay.model_dump(mode="json", exclude=uncapped), model_id, task.generation, task.shard, task.first_game,
                        list(task.seeds)], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -202,9 +208,12 @@ def check_memory(params: Params, game, *, parallel: int = 1) -> None:
     batch = min(sp.concurrent, per_shard)
     workers = f"; {parallel} shards at once" if parallel > 1 else ""
     fewer_workers = ", or TRI_WORKERS" if parallel > 1 else ""
-    trees = check_search(game, params.mcts, simulations=params.mcts.simulations, batch=batch,
-                         setting="mcts.simulations", copies=parallel,
-                         advice=f"lower mcts.simulations or selfplay.concurrent{fewer_workers}")
+    # The larger search: playout caps' fast one may be set above the full one.
+    fast = sp.full_fraction < 1 and sp.fast_simulations > params.mcts.simulations
+    setting = "selfplay.fast_simulations" if fast else "mcts.simulations"
+    trees = check_search(game, params.mcts, simulations=sp.fast_simulations if fast else params.mcts.simulations,
+                         batch=batch, setting=setting, copies=parallel,
+                         advice=f"lower {setting} or selfplay.concurrent{fewer_workers}")
     moves = _longest_game(game, sp.max_moves)
     kept = per_shard * (moves * recorded_position_bytes(game) + _GAME_BYTES)
     fits(parallel * (kept + trees) + sp.games * _GAME_BYTES,

@@ -21,6 +21,11 @@ reward         float                       its reward
 score          double                      score before the move
 generation     int32                       generation of the model that played
 model_id       large_string                content hash of that model's weights
+policy_target  bool                        only in shards of self-play with playout caps
+                                           (``selfplay.full_fraction`` below 1): whether
+                                           the move was searched in full, so its policy is
+                                           a training target; a shard without the column
+                                           reads as all true
 =============  ==========================  ===============================================
 
 Games (``shard-SSS.games.parquet``): game, seed, score, steps, terminal, then the game's summed
@@ -83,6 +88,8 @@ def write_shard(game, episodes: Episodes, positions_path: Path, games_path: Path
         "value_target": p.value_target, "root_value": p.root_value, "action": p.action,
         "reward": p.reward, "score": p.score,
     }).with_columns(generation=pl.lit(generation, pl.Int32), model_id=pl.lit(model_id))
+    if p.policy_target is not None:
+        positions = positions.with_columns(policy_target=pl.Series(p.policy_target, dtype=pl.Boolean))
     meta = _metadata(game) | {b"tri.key": key.encode()}
     for frame, path in ((games, games_path), (positions, positions_path)):
         table = frame.to_arrow()
@@ -123,6 +130,8 @@ def count_positions(paths: list[Path], game) -> int:
     return sum(pq.read_metadata(path).num_rows for path in paths)
 
 
+# Columns only some shards have, and what a shard without one reads as.
+OPTIONAL_COLUMNS = {"policy_target": pl.lit(True, pl.Boolean)}
 # What training trusts: checked by read_positions(validate=True).
 CHECKED_COLUMNS = ("value_target", "root_value", "policy", "legal", "action")
 POLICY_SUM_TOLERANCE = 1e-3  # self-play writes float32 distributions: sums are 1 within ~1e-7
@@ -167,6 +176,11 @@ def check_positions(frame: pl.DataFrame, path: Path, game) -> None:
             lambda row: f"{policy[row][illegal[row]][0]:.6g} on action {np.argmax(illegal[row])}, which is not legal")
     sums = policy.sum(axis=1)
     bad("policy", np.flatnonzero(np.abs(sums - 1) > POLICY_SUM_TOLERANCE), lambda row: f"sums to {sums[row]:.6g}, not 1")
+    if "policy_target" in frame.columns:
+        target = frame["policy_target"]
+        if target.dtype != pl.Boolean:
+            raise TriError(f"shard {path}: column policy_target holds {target.dtype} values, not Boolean")
+        bad("policy_target", np.flatnonzero(target.is_null().to_numpy()), lambda row: "missing value")
     action = frame["action"].to_numpy()
     bad("action", np.flatnonzero((action < 0) | (action >= A)), lambda row: f"{action[row]} is not an action (0-{A - 1})")
     bad("action", np.flatnonzero(~legal[np.arange(len(action)), action]),
@@ -175,17 +189,24 @@ def check_positions(frame: pl.DataFrame, path: Path, game) -> None:
 
 def read_positions(paths: list[Path], game, columns: list[str] | None = None, *,
                    validate: bool = False) -> pl.DataFrame:
-    """Positions of several shards (checked to be of ``game``) as one DataFrame. ``validate``:
-    check each file's training columns too (:func:`check_positions`)."""
+    """Positions of several shards (checked to be of ``game``) as one DataFrame; a column of
+    :data:`OPTIONAL_COLUMNS` a shard lacks reads as its default. ``validate``: check each file's
+    training columns too (:func:`check_positions`)."""
     for path in paths:
         check_shard(path, game)
     frames = []
     for path in paths:
         read = columns if not validate or columns is None else list(dict.fromkeys([*columns, *CHECKED_COLUMNS]))
         try:
-            frame = pl.read_parquet(path, columns=read)
+            present = set(pq.read_schema(path).names)
+            frame = pl.read_parquet(path, columns=None if read is None else [c for c in read if c in present])
         except (pl.exceptions.PolarsError, OSError, pa.ArrowException) as exc:
             raise TriError(f"shard {path}: cannot be read ({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
+        missing = [] if read is None else [c for c in read if c not in present]
+        for column in missing:
+            if column not in OPTIONAL_COLUMNS:
+                raise TriError(f"shard {path}: no column {column}")
+            frame = frame.with_columns(OPTIONAL_COLUMNS[column].alias(column))
         if validate:
             check_positions(frame, path, game)
             frame = frame if columns is None else frame.select(columns)

@@ -93,8 +93,9 @@ def window_row_bytes(game) -> int:
 def load_window(game, folders: list[Path], reanalyse=None, progress: Report | None = None,
                 afterstates: bool = False, occupancy_steps: int = 0, with_games: bool = False,
                 ) -> tuple[dict[str, np.ndarray], int, int, float, int]:
-    """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``,
-    ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; with
+    """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``
+    (none on a row without a policy target: a move playout caps searched fast, and the
+    afterstate rows below), ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; with
     ``reanalyse`` (:class:`_Reanalyser`) applied to every folder but the last, or to every folder
     (``reanalyse.every_folder``; ``progress`` hears of each), how many targets it recomputed and
     their mean change; and with ``afterstates`` (``mcts.afterstates``), after the positions, each
@@ -114,7 +115,7 @@ def load_window(game, folders: list[Path], reanalyse=None, progress: Report | No
                  f"train.window: {plural(len(folders), 'self-play folder')} "
                  f"{'holds' if len(folders) == 1 else 'hold'} {rows:,} positions, about {{need}} once loaded",
                  "train on fewer folders (lower train.window) or smaller ones (lower selfplay.games)")
-    columns = ["state", "legal", "policy", "value_target"]
+    columns = ["state", "legal", "policy", "value_target", "policy_target"]
     import polars as pl
 
     frames, reanalysed, change = [], 0, 0.0
@@ -156,8 +157,13 @@ def load_window(game, folders: list[Path], reanalyse=None, progress: Report | No
         bar.close()
     new = len(frames[-1])
     df = pl.concat(frames).rechunk()
+    legal = df["legal"].to_numpy().astype(bool, copy=False)
+    fast = ~df["policy_target"].to_numpy()
+    if fast.any():  # playout caps' fast moves: no policy target, as an afterstate row
+        legal = legal.copy()
+        legal[fast] = False
     data = {"state": df["state"].to_numpy().astype(np.uint64, copy=False),
-            "legal": df["legal"].to_numpy().astype(bool, copy=False),
+            "legal": legal,
             "policy": df["policy"].to_numpy().astype(np.float32, copy=False),
             "value_target": df["value_target"].to_numpy().astype(np.float32, copy=False)}
     added = sum(len(t) for t in after_targets)
