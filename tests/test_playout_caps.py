@@ -84,6 +84,17 @@ def test_shards_mark_the_full_searches_and_training_takes_policy_from_them_only(
     np.testing.assert_array_equal(data["legal"][target], legal[target])
     assert not data["legal"][~target].any()  # no policy target: skipped by the policy loss
     assert legal[~target].any(axis=1).all()  # though the positions had legal moves
+    # Training's policy loss is the mean over the full searches' rows alone: the fast rows add nothing.
+    import torch
+
+    from tri.train import row_losses
+
+    net = capped["ckpt"].model
+    with torch.no_grad():
+        logits, value, _ = net.forward_all(torch.from_numpy(game.encode(data["state"])))
+        policy_rows, _ = row_losses(game, net.params, logits, value, torch.tensor(data["legal"]),
+                                    torch.tensor(data["policy"]), torch.tensor(data["value_target"]))
+    assert (policy_rows[torch.from_numpy(~target)] == 0).all() and policy_rows[torch.from_numpy(target)].sum() > 0
 
 
 def test_without_caps_shards_have_no_column_and_read_as_all_targets(capped, tmp_path):

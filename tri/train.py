@@ -94,8 +94,8 @@ def load_window(game, folders: list[Path], reanalyse=None, progress: Report | No
                 afterstates: bool = False, occupancy_steps: int = 0, with_games: bool = False,
                 ) -> tuple[dict[str, np.ndarray], int, int, float, int]:
     """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``
-    (none on a row without a policy target: a move playout caps searched fast, and the
-    afterstate rows below), ``policy [P, A]``, ``value_target [P]``; how many come from the last folder; with
+    and ``policy [P, A]`` (none, and zeros, on a row without a policy target: a move playout caps
+    searched fast, and the afterstate rows below), ``value_target [P]``; how many come from the last folder; with
     ``reanalyse`` (:class:`_Reanalyser`) applied to every folder but the last, or to every folder
     (``reanalyse.every_folder``; ``progress`` hears of each), how many targets it recomputed and
     their mean change; and with ``afterstates`` (``mcts.afterstates``), after the positions, each
@@ -158,13 +158,14 @@ def load_window(game, folders: list[Path], reanalyse=None, progress: Report | No
     new = len(frames[-1])
     df = pl.concat(frames).rechunk()
     legal = df["legal"].to_numpy().astype(bool, copy=False)
+    policy = df["policy"].to_numpy().astype(np.float32, copy=False)
     fast = ~df["policy_target"].to_numpy()
-    if fast.any():  # playout caps' fast moves: no policy target, as an afterstate row
-        legal = legal.copy()
-        legal[fast] = False
+    if fast.any():  # playout caps' fast moves: no policy target, as an afterstate row (no legal action, no policy)
+        legal, policy = legal.copy(), policy.copy()
+        legal[fast], policy[fast] = False, 0.0
     data = {"state": df["state"].to_numpy().astype(np.uint64, copy=False),
             "legal": legal,
-            "policy": df["policy"].to_numpy().astype(np.float32, copy=False),
+            "policy": policy,
             "value_target": df["value_target"].to_numpy().astype(np.float32, copy=False)}
     added = sum(len(t) for t in after_targets)
     if added:
