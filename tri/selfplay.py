@@ -158,8 +158,8 @@ def _task_key(task: ShardTask, model_id: str) -> str:
     # Without playout caps, their settings do not act: keys stay those of shards written before them.
     uncapped = {"full_fraction", "fast_simulations"} if p.selfplay.full_fraction == 1 else set()
     text = json.dumps([game, p.mcts.model_dump(mode="json"),
-                       p.selfplay.model_dump(mode="json", exclude=uncapped), model_id, task.generation, task.shard, task.first_game,
-                       list(task.seeds)], sort_keys=True)
+                       p.selfplay.model_dump(mode="json", exclude=uncapped), model_id, task.generation, task.shard,
+                       task.first_game, list(task.seeds)], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
