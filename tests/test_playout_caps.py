@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from tri import layout
 from tri.agents import MctsAgent, PlayoutCapAgent
@@ -18,6 +19,7 @@ from tri.games import make_game
 from tri.net import Checkpoint, build_model, save_checkpoint
 from tri.selfplay import run, shard_tasks
 from tri.shards import read_positions
+from tri.train import row_losses
 from tri.train import load_window
 
 from tests.test_selfplay import SMALL_BOARD
@@ -85,10 +87,6 @@ def test_shards_mark_the_full_searches_and_training_takes_policy_from_them_only(
     assert not data["legal"][~target].any()  # no policy target: skipped by the policy loss
     assert legal[~target].any(axis=1).all()  # though the positions had legal moves
     # Training's policy loss is the mean over the full searches' rows alone: the fast rows add nothing.
-    import torch
-
-    from tri.train import row_losses
-
     net = capped["ckpt"].model
     with torch.no_grad():
         logits, value, _ = net.forward_all(torch.from_numpy(game.encode(data["state"])))
