@@ -270,8 +270,9 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
                                np.random.default_rng(0))
     assert agent.determinizations == card.determinizations and agent.params == card.mcts
     assert agent.simulations == card.simulations
-    # Several trees per move (a search without afterstates): each distinct position once a step,
-    # through the folded snapshot; one tree through the model itself.
+    # Several trees per move (a search without afterstates): each distinct position once a step;
+    # one tree, every position of a step. A single-player game's player searches through the
+    # folded snapshot either way; a two-player game's one tree through the model itself.
     sampled = params.mcts.model_copy(update={"afterstates": False, "precision": "float32"})
     path = str(champions.champion("triangle")[0])
     agent = players.make_agent(parse_spec(f"mcts:{path}:32x8", game="triangle"), game, sampled, params.arena,
@@ -280,7 +281,7 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
     assert seen[-1] == {"precision": "float32", "symmetrize": False, "distinct": True, "fast": True}
     players.make_agent(parse_spec(f"mcts:{path}:32x1", game="triangle"), game, sampled, params.arena,
                        np.random.default_rng(0))
-    assert seen[-1]["distinct"] is False and seen[-1]["fast"] is False
+    assert seen[-1]["distinct"] is False and seen[-1]["fast"] is True
 
 
 def test_a_card_that_searches_with_afterstates_says_one_tree():

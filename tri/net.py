@@ -152,9 +152,10 @@ class InferenceNet(nn.Module):
     layer. The same ``forward``/``value`` as the model up to float rounding (about 1e-7 on the
     outputs: the folded weights round differently), and faster on a CPU (``tri bench search``
     measures both at the same batch). A snapshot: training the model afterwards does not change
-    it. Self-play's searches use it (:func:`make_evaluator` with ``fast=True``), and so do
-    players with several trees per move (:func:`tri.players.player_evaluator`); the arena's
-    gate and one-tree players use the model itself.
+    it. Self-play's searches use it (:func:`make_evaluator` with ``fast=True``), and so do a
+    single-player game's players (the arena's gate included) and players with several trees per
+    move (:func:`tri.players.player_evaluator`); a two-player game's one-tree players use the
+    model itself.
 
     A batch of more than ``chunk`` positions goes through in pieces of ``chunk`` (the same
     numbers up to float rounding: the convolution may pick another kernel for another batch

@@ -117,12 +117,17 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
 
 
 def player_evaluator(model, game: Game, search: MctsParams, trees: int, device: str = "cpu"):
-    """A player's evaluator, in ``search.precision``. One tree: the model itself, as the arena's
-    gate evaluates. Several trees (``trees > 1``, a chance game's costly move): each distinct
-    position of a step once (:func:`tri.evaluator.make_evaluator`'s ``distinct``), through
-    self-play's folded snapshot (``fast``): the triangle champion's move on an AVX2 CPU, one leaf
-    per network call, took 95 ms against 166 through the model itself (README, Benchmarks), and
-    its card's 200 games came out the same seed for seed. Either way the figures replay bit for bit on one machine, and a
-    model card is measured through the same evaluator as ``tri play`` uses."""
+    """A player's evaluator, in ``search.precision``. A single-player game's player, and any
+    player with several trees, searches through self-play's folded snapshot
+    (:class:`~tri.net.InferenceNet`; ``fast``): the same priors and values as the model itself
+    up to float rounding, and about 1.7x faster a call at a player's small batches. The triangle
+    champion's move on an AVX2 CPU (one tree of 256, 4 leaves per call) took a median of 106-138
+    ms through the model itself, over issue 22's 100 ms, and about 60 through the snapshot, and
+    its card's 200 games replayed seed for seed (README, Benchmarks). A two-player game's
+    one-tree player (and so its arena) keeps the model itself: those champions' cards were
+    measured through it. Several trees (``trees > 1``, a chance game's costly move) evaluate each
+    distinct position of a step once (:func:`tri.evaluator.make_evaluator`'s ``distinct``).
+    Either way the figures replay bit for bit on one machine, and a model card is measured
+    through the same evaluator as ``tri play`` uses."""
     return make_evaluator(model, game, device, precision=search.precision, symmetrize=search.symmetrize,
-                          distinct=trees > 1, fast=trees > 1)
+                          distinct=trees > 1, fast=trees > 1 or game.num_players == 1)
