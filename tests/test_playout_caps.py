@@ -19,8 +19,7 @@ from tri.games import make_game
 from tri.net import Checkpoint, build_model, save_checkpoint
 from tri.selfplay import run, shard_tasks
 from tri.shards import read_positions
-from tri.train import row_losses
-from tri.train import load_window
+from tri.train import load_window, row_losses
 
 from tests.test_selfplay import SMALL_BOARD
 

@@ -120,15 +120,13 @@ def player_evaluator(model, game: Game, search: MctsParams, trees: int, device: 
     """A player's evaluator, in ``search.precision``. A single-player game's player, and any
     player with several trees, searches through self-play's folded snapshot
     (:class:`~tri.net.InferenceNet`; ``fast``): the same priors and values as the model itself
-    up to float rounding, and about 1.7x as fast a call at a player's small batches. The triangle
-    champion's move on an AVX2 CPU (one tree of 256, 4 leaves per call) took a median of 106-138
-    ms through the model itself, over issue 22's 100 ms, and 67-71 through the snapshot (a
-    cycle's first move, three shapes in hand, still 147), and its card's 200 games replayed seed
-    for seed (README, Benchmarks). A two-player game's
-    one-tree player (and so its arena) keeps the model itself: those champions' cards were
-    measured through it. Several trees (``trees > 1``, a chance game's costly move) evaluate each
-    distinct position of a step once (:func:`tri.evaluator.make_evaluator`'s ``distinct``).
-    Either way the figures replay bit for bit on one machine, and a model card is measured
-    through the same evaluator as ``tri play`` uses."""
+    up to float rounding, and about 1.7x as fast a call at a player's small batches (the
+    triangle champion's median move on an AVX2 CPU: 67-71 ms against 106-138; its card's 200
+    games replay seed for seed: README, Benchmarks). A two-player game's one-tree player (and
+    so its arena) keeps the model itself, which those champions' cards were measured through.
+    Several trees (``trees > 1``, a chance game's costly move) evaluate each distinct position
+    of a step once (:func:`tri.evaluator.make_evaluator`'s ``distinct``). Either way the figures
+    replay bit for bit on one machine, and a model card is measured through the same evaluator
+    as ``tri play`` uses."""
     return make_evaluator(model, game, device, precision=search.precision, symmetrize=search.symmetrize,
                           distinct=trees > 1, fast=trees > 1 or game.num_players == 1)
