@@ -10,6 +10,9 @@ reward ``reward[c]`` received by the player who acted; its action value is
 
 - single-player: ``Q(n, a) = reward[c] + discount * V(c)``, normalised to ``[0, 1]`` by the
   smallest and largest mean action values of the tree's edges so far (returns are unbounded);
+  the network's values enter ``V`` multiplied by ``mcts.value_scale`` (1 by default: a correction
+  for a value that runs low against the rewards it forecasts), and the root value the search
+  reports is divided by it again, in the network's units;
 - two-player: ``Q(n, a) = reward[c] - V(c)`` (the child's side to move is the opponent), in
   ``[-1, 1]``.
 
@@ -209,6 +212,14 @@ def _proven_root(tree: Tree, visits: np.ndarray, policy: np.ndarray, action: np.
     return visits, policy, action, value
 
 
+def _scaled(evaluate: Evaluator, scale: float) -> Evaluator:
+    """``evaluate`` with its values ``[M]`` multiplied by ``scale`` (``mcts.value_scale``)."""
+    def scaled(states: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        priors, legal, values = evaluate(states)
+        return priors, legal, (values * np.float32(scale)).astype(np.float32)
+    return scaled
+
+
 def _dirichlet(rng: np.random.Generator, legal: np.ndarray, alpha: float) -> np.ndarray:
     """``[B, A]`` Dirichlet(alpha) noise over each row's legal actions."""
     noise = rng.gamma(alpha, size=legal.shape).astype(np.float32) * legal
@@ -265,6 +276,9 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
     afterstates = params.afterstates and game.stochastic
     if afterstates and not hasattr(game, "afterstate"):
         raise TriError(f"mcts.afterstates: the game {game.name} has no afterstate()")
+    scale = 1.0 if two_player else params.value_scale
+    if scale != 1.0:
+        evaluate = _scaled(evaluate, scale)
     tree = Tree.empty(batch, sims + 1, game.state_size, game.num_actions)
     if game.stochastic:
         roots = game.reseed(roots, rng.integers(0, 2**62, size=batch))
@@ -344,7 +358,7 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
                             np.zeros(children.shape))[0]
     total = visits.sum(axis=1, keepdims=True)
     policy = np.divide(visits, total, out=np.zeros(visits.shape, np.float32), where=total > 0).astype(np.float32)
-    value = (tree.value_sum[:, 0] / tree.visits[:, 0]).astype(np.float32)
+    value = (tree.value_sum[:, 0] / tree.visits[:, 0] / scale).astype(np.float32)
     action = None
     if gumbel is not None:
         action, policy = gumbel.result(tree)

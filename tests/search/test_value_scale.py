@@ -1,0 +1,71 @@
+"""``mcts.value_scale``: a single-player search weighs the network's values ``scale`` times against
+the rewards, exactly as if the network had said ``scale * V``; the root value it reports stays in
+the network's units; a two-player search ignores it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from tests.search.fakes import TicTacToe, hash_evaluator
+from tri.config import MctsParams
+from tri.search import search
+
+SCALE = 1.6
+
+
+def scaled(evaluate, scale):
+    def inner(states):
+        priors, legal, values = evaluate(states)
+        return priors, legal, (values * np.float32(scale)).astype(np.float32)
+    return inner
+
+
+@pytest.fixture(scope="module")
+def roots(game):
+    """Six triangle positions a few placements in, with three shapes in hand or fewer."""
+    states = game.initial(np.arange(6))
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        legal = game.legal(states)
+        states = game.step(states, np.array([rng.choice(np.flatnonzero(row)) for row in legal])).states
+    assert game.legal(states).any(axis=1).all()
+    return states
+
+
+@pytest.mark.parametrize("gumbel", [True, False])
+def test_the_search_plays_as_if_the_network_said_scale_times_its_value(game, roots, gumbel):
+    # Values of the size of one placement's reward (0.015-0.055), so that scaling them reorders moves.
+    evaluate = hash_evaluator(game, (0.0, 0.05), key=game.encode)
+    base = MctsParams(simulations=40, afterstates=True, gumbel=gumbel)
+    run = lambda ev, params: search(game, ev, roots, params, np.random.default_rng(5), noise=False)  # noqa: E731
+    with_scale = run(evaluate, base.model_copy(update={"value_scale": SCALE}))
+    as_if = run(scaled(evaluate, SCALE), base)
+    plain = run(evaluate, base)
+    np.testing.assert_array_equal(with_scale.visits, as_if.visits)
+    np.testing.assert_array_equal(with_scale.policy, as_if.policy)
+    if gumbel:
+        np.testing.assert_array_equal(with_scale.action, as_if.action)
+    # The reported root value is the network's units: the scaled search's, divided back.
+    np.testing.assert_allclose(with_scale.value, as_if.value / SCALE, rtol=1e-6)
+    # The scale matters here (the test could fail): rewards against values decide otherwise.
+    assert not np.array_equal(plain.policy, with_scale.policy)
+
+
+def test_a_two_player_search_ignores_it():
+    game = TicTacToe()
+    roots = game.initial(np.zeros(3))
+    evaluate = hash_evaluator(game, (-1.0, 1.0))
+    base = MctsParams(simulations=30, gumbel=False)
+    a = search(game, evaluate, roots, base, np.random.default_rng(1), noise=False)
+    b = search(game, evaluate, roots, base.model_copy(update={"value_scale": SCALE}), np.random.default_rng(1),
+               noise=False)
+    np.testing.assert_array_equal(a.visits, b.visits)
+    np.testing.assert_array_equal(a.value, b.value)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, 11])
+def test_a_scale_out_of_range_is_refused(bad):
+    with pytest.raises(ValidationError, match="value_scale"):
+        MctsParams(value_scale=bad)
