@@ -216,10 +216,11 @@ def test_a_card_s_search_settings_go_over_its_params():
     plain = champions.champion("tictactoe")[1]
     assert plain.search == {} and plain.mcts == Params(**plain.params).mcts
     triangle = champions.champion("triangle")[1]  # trained in auto (bfloat16 there) one leaf a call,
-    trained = Params(**triangle.params).mcts       # plays in float32, 4 leaves a call
+    trained = Params(**triangle.params).mcts       # plays in float32, 4 leaves a call, values x 1.15
     assert trained.precision == "auto" and trained.leaves_per_step == 1 and trained.afterstates
-    assert triangle.search == {"precision": "float32", "leaves_per_step": 4}
-    assert triangle.mcts == trained.model_copy(update={"precision": "float32", "leaves_per_step": 4})
+    assert trained.value_scale == 1.0
+    settings = {"precision": "float32", "leaves_per_step": 4, "value_scale": 1.15}
+    assert triangle.search == settings and triangle.mcts == trained.model_copy(update=settings)
     card = champions.champion("connect4")[1]  # remeasured with its search settings over its params
     trained = Params(**card.params).mcts
     assert card.search and not trained.solver and not trained.gumbel and not trained.symmetrize
