@@ -91,11 +91,11 @@ class MctsParams(BaseModel):
                                                              "multiplied by this in the search (Q = reward + "
                                                              "discount * scale * V), so a value that runs low "
                                                              "weighs as much as the rewards it forecasts; the "
-                                                             "search's reported root value is in the network's "
-                                                             "units (value targets are unchanged); the triangle "
-                                                             "network's values run 11-17% low against realised "
-                                                             "returns, and its champion plays 1.15 (README, "
-                                                             "line 30); two-player: unused")
+                                                             "search's root value is its estimate in those "
+                                                             "terms (self-play's value targets bootstrap from "
+                                                             "it); the triangle network's values run 11-17% "
+                                                             "low against realised returns, and its champion "
+                                                             "plays 1.15 (README, line 30); two-player: unused")
     dirichlet_alpha: float = Field(0.1, gt=0, description="concentration of the Dirichlet root noise (PUCT "
                                                           "with selfplay.noise); smaller: noise on fewer "
                                                           "actions")

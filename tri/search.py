@@ -11,8 +11,8 @@ reward ``reward[c]`` received by the player who acted; its action value is
 - single-player: ``Q(n, a) = reward[c] + discount * V(c)``, normalised to ``[0, 1]`` by the
   smallest and largest mean action values of the tree's edges so far (returns are unbounded);
   the network's values enter ``V`` multiplied by ``mcts.value_scale`` (1 by default: a correction
-  for a value that runs low against the rewards it forecasts), and the root value the search
-  reports is divided by it again, in the network's units;
+  for a value that runs low against the rewards it forecasts), and so does the root value the
+  search reports (its estimate of the return, ``r + discount * scale * V`` all the way down);
 - two-player: ``Q(n, a) = reward[c] - V(c)`` (the child's side to move is the opponent), in
   ``[-1, 1]``.
 
@@ -358,7 +358,7 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
                             np.zeros(children.shape))[0]
     total = visits.sum(axis=1, keepdims=True)
     policy = np.divide(visits, total, out=np.zeros(visits.shape, np.float32), where=total > 0).astype(np.float32)
-    value = (tree.value_sum[:, 0] / tree.visits[:, 0] / scale).astype(np.float32)
+    value = (tree.value_sum[:, 0] / tree.visits[:, 0]).astype(np.float32)
     action = None
     if gumbel is not None:
         action, policy = gumbel.result(tree)

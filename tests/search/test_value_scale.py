@@ -1,6 +1,6 @@
 """``mcts.value_scale``: a single-player search weighs the network's values ``scale`` times against
-the rewards, exactly as if the network had said ``scale * V``; the root value it reports stays in
-the network's units; a two-player search ignores it."""
+the rewards, exactly as if the network had said ``scale * V`` (the root value it reports
+included); a two-player search ignores it."""
 
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ def test_the_search_plays_as_if_the_network_said_scale_times_its_value(game, roo
     np.testing.assert_array_equal(with_scale.policy, as_if.policy)
     if gumbel:
         np.testing.assert_array_equal(with_scale.action, as_if.action)
-    # The reported root value is the network's units: the scaled search's, divided back.
-    np.testing.assert_allclose(with_scale.value, as_if.value / SCALE, rtol=1e-6)
+    # The reported root value is the search's estimate in the same terms.
+    np.testing.assert_array_equal(with_scale.value, as_if.value)
     # The scale matters here (the test could fail): rewards against values decide otherwise.
     assert not np.array_equal(plain.policy, with_scale.policy)
 
