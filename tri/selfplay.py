@@ -157,7 +157,9 @@ def _task_key(task: ShardTask, model_id: str) -> str:
     game = [p.game.name, getattr(p.game, p.game.name).model_dump(mode="json")]
     # Without playout caps, their settings do not act: keys stay those of shards written before them.
     uncapped = {"full_fraction", "fast_simulations"} if p.selfplay.full_fraction == 1 else set()
-    text = json.dumps([game, p.mcts.model_dump(mode="json"),
+    # Nor does a value scale of 1: keys stay those of shards written before the setting existed.
+    unscaled = {"value_scale"} if p.mcts.value_scale == 1 else set()
+    text = json.dumps([game, p.mcts.model_dump(mode="json", exclude=unscaled),
                        p.selfplay.model_dump(mode="json", exclude=uncapped), model_id, task.generation, task.shard,
                        task.first_game, list(task.seeds)], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]

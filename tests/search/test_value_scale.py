@@ -69,3 +69,17 @@ def test_a_two_player_search_ignores_it():
 def test_a_scale_out_of_range_is_refused(bad):
     with pytest.raises(ValidationError, match="value_scale"):
         MctsParams(value_scale=bad)
+
+
+def test_a_shard_s_key_names_a_scale_that_acts():
+    """Self-play reuses a kept shard only if its key matches, so a scale other than 1 is part of
+    it (1 is left out, so that shards written before the setting existed keep their keys:
+    ``tests/test_behaviour.py``'s recorded hashes)."""
+    from tri.config import Params
+    from tri.selfplay import ShardTask, _task_key
+
+    def key(**mcts):
+        params = Params(mcts=MctsParams(**mcts))
+        return _task_key(ShardTask(params, "m.pt", "out", 1, 0, 0, (1, 2)), "model-id")
+
+    assert key(value_scale=1.15) != key()
