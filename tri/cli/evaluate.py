@@ -12,6 +12,7 @@ from tri import atomic
 from tri.cli.common import PARAMS_OPTION, PROGRESS_OPTION, TriGroup, progress_report
 from tri.config import MAX_SEED, Runtime, load_params, params_for_game
 from tri.evaluate import format_table, format_triangle, run_connect4, run_tictactoe, run_triangle
+from tri.evaluate.deaths import format_deaths, run_deaths
 from tri.evaluate.loss import format_loss
 from tri.evaluate.loss import run as run_loss
 from tri.player_specs import parse_spec
@@ -130,6 +131,41 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
     if out is not None:
         click.echo(f"wrote {out}")
     _track(params, f"eval-triangle {player} vs {baseline}", result, out)
+
+
+@eval_group.command("deaths")
+@click.argument("player")
+@click.option("--games", type=click.IntRange(1), default=50, show_default=True,
+              help="Games, on the first seeds tri eval triangle plays with the same --seed.")
+@_SIMULATIONS_OPTION
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+              help="Seed of the evaluation seeds (never self-play's or the arena's) and of the search.")
+@click.option("--risky", type=click.FloatRange(0, 1, max_open=True), default=0.05, show_default=True,
+              help="A board whose next draw is fatal with a chance above this is risky.")
+@click.option("--plans/--no-plans", default=False, show_default=True,
+              help="At each risky cycle, try every order and placement of its shapes for the safest end "
+                   "(slower: seconds a risky cycle).")
+@_OUT_OPTION
+@PROGRESS_OPTION
+@PARAMS_OPTION
+def eval_deaths(player: str, games: int, simulations: int | None, seed: int, risky: float, plans: bool,
+                out: Path | None, progress: bool, params_path: Path | None) -> None:
+    """How PLAYER's triangle games end: deaths by a fatal draw (no order and placement of the
+    cycle's shapes fits, from where the cycle began) or by a misplay; at every refill the exact
+    chance that the draw is fatal; with --plans, whether a cycle could have ended on a safer board.
+
+    PLAYER: any player spec, as tri eval triangle takes (champion, a checkpoint path,
+    mcts:PATH:N, greedy, ...); the games are tri eval triangle's seeds, with arena.concurrent and
+    arena.max_moves.
+    """
+
+    params = params_for_game(params_path, "triangle")
+    result = run_deaths(params, player, games=games, seed=seed, simulations=simulations, risky=risky,
+                        plans=plans, out=out, runtime=Runtime(), progress=progress_report(progress))
+    click.echo(format_deaths(result))
+    if out is not None:
+        click.echo(f"wrote {out}")
+    _track(params, f"eval-deaths {player}", result, out)
 
 
 @eval_group.command("loss")
