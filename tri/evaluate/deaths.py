@@ -142,6 +142,25 @@ def cycle_ends(game: TriangleGame, start: np.ndarray) -> np.ndarray:
     return game.afterstate(np.stack(list(ends.values())))
 
 
+def _read_back(game: TriangleGame, summary, first: np.ndarray, drawn: np.ndarray, chances: list[float],
+               risky: float, plans: bool, table) -> GameDeath:
+    """One game read back: ``first [L]`` its first position, ``drawn [R, L]`` the position after
+    each refill (its shapes just drawn), ``chances [R]`` each refill's fatal chance."""
+    if not summary.terminal:
+        death = "move cap"
+    else:  # from where the last cycle began: could its shapes have been placed at all?
+        begun = drawn[-1:] if len(drawn) else first[None]
+        death = "misplay" if fatal.placeable(game, begun, fatal.hands_of(game, begun))[0] else "fatal draw"
+    least: list[float | None] = []
+    if plans:  # each risky cycle: the safest end any of its plans reaches (from where it began)
+        starts = [first, *drawn]
+        for i, c in enumerate(chances):
+            ends = cycle_ends(game, starts[i]) if c > risky else None
+            least.append(None if ends is None else fatal.least_fatal_chance(game, ends, table) if len(ends) else c)
+    return GameDeath(seed=summary.seed, score=summary.score, steps=summary.steps, death=death, chances=chances,
+                     least=least)
+
+
 def run_deaths(params: Params, player, *, games: int = 50, seed: int = 0, simulations: int | None = None,
                risky: float = 0.05, plans: bool = False, out: Path | None = None,
                runtime: Runtime | None = None, progress: Report | None = None) -> DeathsReport:
@@ -162,6 +181,7 @@ def run_deaths(params: Params, player, *, games: int = 50, seed: int = 0, simula
     agent, _, name, sims = make_player(player, game, params, seed=[seed, EVAL_DOMAIN], simulations=simulations,
                                        device=resolve_device(runtime.device), batch=arena_batch(ap, game, games))
     seeds = eval_seeds(seed, games)
+
     def figures(v: dict[str, float], done: int, seconds: float) -> str:
         return f"mean {v['sum_0'] / v['games_0']:.2f}" if v.get("games_0") else ""
 
@@ -174,54 +194,29 @@ def run_deaths(params: Params, player, *, games: int = 50, seed: int = 0, simula
     drew = np.asarray(step.chance, bool)
     chance = np.zeros(len(pos.game))
     chance[drew] = fatal.fatal_chance(game, game.afterstate(step.states[drew]), table)
-    per_game: list[GameDeath] = []
-    at_fatal: list[float] = []
-    risky_cycles = near = safer = 0
-    chosen_sum = least_sum = 0.0
-    planned = 0
+    per_game = []
     for summary in played.games:
         rows = np.flatnonzero(pos.game == summary.index)
         rows = rows[np.argsort(pos.move[rows])]
-        refills = rows[drew[rows]]
-        chances = chance[refills].tolist()
         first = pos.state[rows[0]] if rows.size else game.initial(np.array([summary.seed]))[0]
-        if not summary.terminal:
-            death = "move cap"
-        else:
-            begun = step.states[refills[-1]] if refills.size else first
-            ok = fatal.placeable(game, begun[None], fatal.hands_of(game, begun[None]))[0]
-            death = "misplay" if ok else "fatal draw"
-            if not ok and refills.size:
-                at_fatal.append(chances[-1])
-        cycle_starts = [first] + [step.states[r] for r in refills]
-        least: list[float | None] = []
-        for i, c in enumerate(chances):
-            if c > risky:
-                risky_cycles += 1
-                if death != "move cap" and len(chances) - i <= NEAR:
-                    near += 1
-            if plans and c > risky:
-                ends = cycle_ends(game, cycle_starts[i])
-                lo = fatal.least_fatal_chance(game, ends, table) if len(ends) else c
-                least.append(lo)
-                planned += 1
-                chosen_sum += c
-                least_sum += lo
-                safer += lo < c / 2
-            else:
-                least.append(None)
-        per_game.append(GameDeath(seed=summary.seed, score=summary.score, steps=summary.steps, death=death,
-                                  chances=chances, least=least if plans else []))
-    all_chances = np.array([c for g in per_game for c in g.chances])
+        refills = rows[drew[rows]]
+        per_game.append(_read_back(game, summary, first, step.states[refills], chance[refills].tolist(),
+                                   risky, plans, table))
+    chances = [c for g in per_game for c in g.chances]
+    risky_at = [(g, i) for g in per_game for i, c in enumerate(g.chances) if c > risky]
+    planned = [(g.chances[i], g.least[i]) for g, i in risky_at if plans]
     report = DeathsReport(
         game="triangle", player=name, simulations=sims, games=games, seed=seed, risky=risky,
         mean=float(np.mean([g.score for g in per_game])), mean_steps=float(np.mean([g.steps for g in per_game])),
-        deaths={k: sum(g.death == k for g in per_game) for k in KINDS}, cycles=int(all_chances.size),
-        zero_share=float((all_chances == 0).mean()) if all_chances.size else 1.0,
-        risky_cycles=risky_cycles, risky_near_death=near,
-        expected_fatal=float(np.mean([sum(g.chances) for g in per_game])), at_fatal_draw=at_fatal,
-        plans=plans, safer_plans=safer, chosen_mean=chosen_sum / planned if planned else 0.0,
-        least_mean=least_sum / planned if planned else 0.0, per_game=per_game)
+        deaths={k: sum(g.death == k for g in per_game) for k in KINDS}, cycles=len(chances),
+        zero_share=float(np.mean(np.array(chances) == 0)) if chances else 1.0,
+        risky_cycles=len(risky_at),
+        risky_near_death=sum(g.death != "move cap" and len(g.chances) - i <= NEAR for g, i in risky_at),
+        expected_fatal=float(np.mean([sum(g.chances) for g in per_game])),
+        at_fatal_draw=[g.chances[-1] for g in per_game if g.death == "fatal draw" and g.chances],
+        plans=plans, safer_plans=sum(lo < c / 2 for c, lo in planned),
+        chosen_mean=float(np.mean([c for c, _ in planned])) if planned else 0.0,
+        least_mean=float(np.mean([lo for _, lo in planned])) if planned else 0.0, per_game=per_game)
     report.seconds = time.perf_counter() - start
     if out is not None:
         atomic.write_text(out, report.to_json() + "\n")
