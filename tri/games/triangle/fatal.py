@@ -113,12 +113,26 @@ def _place(board, k, a, masks, place_lines, line_words, out, full):
 
 
 @nb.njit(cache=True, nogil=True)
-def _placeable(board, hand, tab, st, used, slot, anc, cnt, idx, full, empty, pad):
+def _scratch(tab, S):
+    """The buffers :func:`_placeable` works in, for hands of up to ``S`` shapes: ``(st [S + 1, W]``
+    the board at each level, ``full [W]``, ``used``, ``slot``, ``cnt``, ``idx [S + 1]``, ``anc
+    [S + 1, n]``, ``empty``, ``pad)`` (the last two :func:`kernels._empty_buffer`'s)."""
+    playable, offsets, masks = tab[0], tab[2], tab[4]
+    W, n = playable.shape[0], masks.shape[1]
+    empty, pad = K._empty_buffer(playable, offsets)
+    return (np.zeros((S + 1, W), np.uint64), np.zeros(W, np.uint64), np.zeros(S + 1, np.int64),
+            np.zeros(S + 1, np.int64), np.zeros(S + 1, np.int64), np.zeros(S + 1, np.int64),
+            np.zeros((S + 1, n), np.int64), empty, pad)
+
+
+@nb.njit(cache=True, nogil=True)
+def _placeable(board, hand, tab, scratch):
     """Whether every shape of ``hand [S]`` (shape ids ascending, -1 for none, last) can be placed
     on ``board [W]`` in some order: a depth-first search without recursion, one level per shape
-    placed (``st [S, W]`` the board at each level, ``slot``/``anc``/``cnt``/``idx`` the shape and
-    the anchors tried there, ``used`` the shapes placed above). Of equal shapes only the first
-    unplaced one is tried next: the others would repeat its subtrees."""
+    placed (``st`` the board at each level, ``slot``/``anc``/``cnt``/``idx`` the shape and the
+    anchors tried there, ``used`` the shapes placed above; :func:`_scratch`). Of equal shapes only
+    the first unplaced one is tried next: the others would repeat its subtrees."""
+    st, full, used, slot, cnt, idx, anc, empty, pad = scratch
     playable, anchors, offsets, sizes, masks = tab[0], tab[1], tab[2], tab[3], tab[4]
     line_words, place_lines = tab[6], tab[11]
     W = playable.shape[0]
@@ -171,16 +185,8 @@ def _placeable(board, hand, tab, st, used, slot, anc, cnt, idx, full, empty, pad
 def placeable_batch(boards, hands, tab, out):
     """``out[B] <-`` whether ``hands[b]`` (``[B, S]`` shape ids, -1 for none) can all be placed on
     ``boards[b]`` (``[B, W]``)."""
-    playable, offsets, masks = tab[0], tab[2], tab[4]
-    W, n, S = playable.shape[0], masks.shape[1], hands.shape[1]
-    empty, pad = K._empty_buffer(playable, offsets)
-    st = np.zeros((S + 1, W), np.uint64)
-    full = np.zeros(W, np.uint64)
-    used = np.zeros(S + 1, np.int64)
-    slot = np.zeros(S + 1, np.int64)
-    cnt = np.zeros(S + 1, np.int64)
-    idx = np.zeros(S + 1, np.int64)
-    anc = np.zeros((S + 1, n), np.int64)
+    scratch = _scratch(tab, hands.shape[1])
+    S = hands.shape[1]
     hand = np.zeros(S, np.int64)
     for b in range(boards.shape[0]):
         m = 0
@@ -191,7 +197,7 @@ def placeable_batch(boards, hands, tab, out):
         for s in range(m, S):
             hand[s] = -1
         hand[:m].sort()
-        out[b] = _placeable(boards[b], hand, tab, st, used, slot, anc, cnt, idx, full, empty, pad)
+        out[b] = _placeable(boards[b], hand, tab, scratch)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -200,21 +206,12 @@ def fatal_chance_batch(boards, hands, weights, tab, least, out):
     :func:`draw_table`'s) that cannot all be placed on ``boards[b]`` (``[B, W]``). ``least``: only
     the smallest of ``out`` is wanted, so a board stops as soon as its sum passes the smallest so
     far (its ``out`` is then a lower bound above it); the hands heaviest first make that soon."""
-    playable, offsets, masks = tab[0], tab[2], tab[4]
-    W, n, S = playable.shape[0], masks.shape[1], hands.shape[1]
-    empty, pad = K._empty_buffer(playable, offsets)
-    st = np.zeros((S + 1, W), np.uint64)
-    full = np.zeros(W, np.uint64)
-    used = np.zeros(S + 1, np.int64)
-    slot = np.zeros(S + 1, np.int64)
-    cnt = np.zeros(S + 1, np.int64)
-    idx = np.zeros(S + 1, np.int64)
-    anc = np.zeros((S + 1, n), np.int64)
+    scratch = _scratch(tab, hands.shape[1])
     best = np.inf
     for b in range(boards.shape[0]):
         dead = 0.0
         for m in range(hands.shape[0]):
-            if not _placeable(boards[b], hands[m], tab, st, used, slot, anc, cnt, idx, full, empty, pad):
+            if not _placeable(boards[b], hands[m], tab, scratch):
                 dead += weights[m]
                 if least and dead > best:
                     break
