@@ -69,9 +69,28 @@ class MctsAgent:
         result = search(self.game, self.evaluate, states, self.params, self.rng, noise=self.noise,
                         simulations=self.simulations, determinizations=self.determinizations)
         if result.action is not None:  # Gumbel: the search chose (its noise is the exploration)
-            return Decision(result.action, result.policy, result.value)
-        actions = choose(result.visits, moves, self.temperature, self.temperature_moves, self.rng)
+            actions = result.action
+        else:
+            actions = choose(result.visits, moves, self.temperature, self.temperature_moves, self.rng)
+        if self.params.avoid_dead_ends and hasattr(self.game, "dead_ends"):
+            actions = avoid_dead_ends(self.game, states, actions, result.policy)
         return Decision(actions, result.policy, result.value)
+
+
+def avoid_dead_ends(game, states: np.ndarray, actions: np.ndarray, policy: np.ndarray) -> np.ndarray:
+    """``actions [B]`` with each dead end (``game.dead_ends``: after it the game surely ends within
+    its turn) replaced by the legal move of highest ``policy [B, A]`` (the search's) that is not
+    one, where there is such a move; a copy. Only the rare dead end costs more than one check."""
+    dead = np.flatnonzero(game.dead_ends(states, actions))
+    if not dead.size:
+        return actions
+    actions = actions.copy()
+    for b in dead:
+        legal = np.flatnonzero(game.legal(states[b : b + 1])[0])
+        safe = legal[~game.dead_ends(np.repeat(states[b : b + 1], legal.size, axis=0), legal)]
+        if safe.size:
+            actions[b] = safe[np.argmax(policy[b, safe])]  # ties: the first
+    return actions
 
 
 class PlayoutCapAgent:

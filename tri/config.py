@@ -96,6 +96,9 @@ class MctsParams(BaseModel):
                                                              "it); the triangle network's values run 11-17% "
                                                              "low against realised returns, and its champion "
                                                              "plays 1.15 (README, line 30); two-player: unused")
+    avoid_dead_ends: bool = Field(False, description="triangle: a chosen move after which the shapes in hand "
+                                  "can no longer all be placed (the game ends within the cycle) is replaced "
+                                  "by the search's favourite move that keeps them placeable (an exact check)")
     dirichlet_alpha: float = Field(0.1, gt=0, description="concentration of the Dirichlet root noise (PUCT "
                                                           "with selfplay.noise); smaller: noise on fewer "
                                                           "actions")

@@ -168,3 +168,98 @@ def test_cli_deaths_and_its_bad_input(tmp_path, monkeypatch) -> None:
     assert bad.exit_code != 0 and "Traceback" not in bad.output
     bad = runner.invoke(main, ["eval", "deaths", "nosuchplayer.pt", "--games", "1"])
     assert bad.exit_code != 0 and "Traceback" not in bad.output
+
+
+# ---- dead ends: moves after which the hand can no longer be placed (mcts.avoid_dead_ends) ------
+
+
+def dead_end_cases(game: TriangleGame, games: int, seed: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(state [L], dead actions, safe actions)`` from random play where a state has both."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for g in range(games):
+        s = game.initial(np.array([seed * 1000 + g]))
+        while not game.terminal(s)[0]:
+            legal = np.flatnonzero(game.legal(s)[0])
+            dead = game.dead_ends(np.repeat(s, legal.size, axis=0), legal)
+            if dead.any() and not dead.all():
+                cases.append((s[0].copy(), legal[dead], legal[~dead]))
+            s = game.step(s, np.array([rng.choice(legal)])).states
+    return cases
+
+
+@pytest.mark.parametrize("config", [THREE, TriangleConfig()], ids=["3 slots", "default"])
+def test_dead_ends_match_brute_force(config: TriangleConfig) -> None:
+    game = TriangleGame(config)
+    _, starts = boards_from_play(game, 4, 6)
+    w = game.geometry.num_words
+    checked = 0
+    for state in starts[:: max(1, len(starts) // 10)]:
+        legal = np.flatnonzero(game.legal(state[None])[0])
+        got = game.dead_ends(np.repeat(state[None], legal.size, axis=0), legal)
+        after = game.step(np.repeat(state[None], legal.size, axis=0), legal,
+                          np.full((legal.size, game.num_slots), -1, np.int32)).states
+        for a, s, dead in zip(legal, after, got):
+            rest = [game.shape_table.shapes[int(i) - 1] for i in s[w + 2:] if i]
+            assert dead == (bool(rest) and not ref_placeable(game, game.board(s), rest)), (state, a)
+            checked += 1
+    assert checked > 50
+
+
+def test_avoid_dead_ends_takes_the_searchs_best_safe_move(game) -> None:
+    from tri.agents import avoid_dead_ends
+
+    cases = dead_end_cases(game, 6, 7)
+    assert len(cases) >= 2
+    states = np.stack([c[0] for c in cases])
+    policy = np.zeros((len(cases), game.num_actions), np.float32)
+    chosen = np.array([c[1][0] for c in cases])
+    best_safe = np.array([c[2][-1] for c in cases])
+    policy[np.arange(len(cases)), chosen] = 0.6
+    policy[np.arange(len(cases)), best_safe] = 0.3  # the search's second choice, and safe
+    np.testing.assert_array_equal(avoid_dead_ends(game, states, chosen, policy), best_safe)
+    safe_chosen = np.array([c[2][0] for c in cases])
+    np.testing.assert_array_equal(avoid_dead_ends(game, states, safe_chosen, policy), safe_chosen)
+
+
+def test_an_agent_avoids_the_dead_end_its_network_prefers(game) -> None:
+    """A network that puts all its prior on a dead end: the search plays it, unless avoid_dead_ends."""
+    from tri.agents import MctsAgent
+    from tri.config import MctsParams
+
+    cases = dead_end_cases(game, 6, 8)
+    states = np.stack([c[0] for c in cases])
+    trap = {c[0].tobytes(): c[1][0] for c in cases}
+
+    def evaluate(batch):
+        legal = game.legal(batch)
+        priors = legal / legal.sum(axis=1, keepdims=True).clip(1)
+        for i, s in enumerate(batch):
+            if s.tobytes() in trap:
+                priors[i] = 0
+                priors[i, trap[s.tobytes()]] = 1
+        return priors.astype(np.float32), legal, np.zeros(len(batch), np.float32)
+
+    def play(avoid: bool) -> np.ndarray:
+        params = MctsParams(simulations=8, gumbel=False, avoid_dead_ends=avoid)
+        agent = MctsAgent(game, evaluate, params, np.random.default_rng(0), noise=False, temperature=0.0,
+                          temperature_moves=0)
+        return agent.act(states, np.zeros(len(states), np.int64)).actions
+
+    plain, avoided = play(False), play(True)
+    walked = game.dead_ends(states, plain)
+    assert walked.sum() >= 2  # the search alone walks into some
+    assert not game.dead_ends(states, avoided).any()
+    np.testing.assert_array_equal(avoided[~walked], plain[~walked])  # the others' moves untouched
+
+
+def test_a_shard_s_key_names_avoid_dead_ends_when_on() -> None:
+    """Off, it is left out of self-play's shard keys (shards written before it keep theirs:
+    ``tests/test_behaviour.py``); on, it changes the games, so a kept shard is not reused."""
+    from tri.config import MctsParams
+    from tri.selfplay import ShardTask, _task_key
+
+    def key(**mcts):
+        return _task_key(ShardTask(Params(mcts=MctsParams(**mcts)), "m.pt", "out", 1, 0, 0, (1, 2)), "model-id")
+
+    assert key(avoid_dead_ends=True) != key() == key(avoid_dead_ends=False)

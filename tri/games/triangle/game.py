@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tri.games.base import Symmetry, Transition
+from tri.games.triangle import fatal, text
 from tri.games.triangle import kernels as k
-from tri.games.triangle import text
 from tri.games.triangle.rules import Board, Shape, ShapeTable, TriangleConfig, from_words, is_up, to_words
 
 _DRAW = -2  # refill row marker: draw from the state's own stream
@@ -346,6 +346,19 @@ class TriangleGame:
         new = states.copy()
         k.reseed_batch(new, np.ascontiguousarray(seeds, dtype=np.int64), self.geometry.num_words)
         return new
+
+    def dead_ends(self, states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """``[B] bool``: legal ``actions [B]`` on ``states [B, L]`` after which the shapes left in
+        hand can no longer all be placed, in any order (:func:`fatal.placeable`), so the game ends
+        within this cycle whatever follows; False for a placement that empties the slots (the draw
+        decides what comes next)."""
+        rows = states.shape[0]
+        after = self.step(states, actions, np.full((rows, self.num_slots), -1, np.int32)).states
+        hands = fatal.hands_of(self, after)
+        left = (hands >= 0).any(axis=1)
+        dead = np.zeros(rows, bool)
+        dead[left] = ~fatal.placeable(self, after[left], hands[left])
+        return dead
 
     def afterstate(self, states: np.ndarray) -> np.ndarray:
         """``[B, L] -> [B, L]``: states a drawing step produced (``Transition.chance``), as they were
