@@ -144,7 +144,7 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
               help="A board whose next draw is fatal with a chance above this is risky.")
 @click.option("--plans/--no-plans", default=False, show_default=True,
               help="At each risky cycle, try every order and placement of its shapes for the safest end "
-                   "(slower: seconds a risky cycle).")
+                   "(slower: 45 s more for the champion's 50 games, 204 risky cycles).")
 @_OUT_OPTION
 @PROGRESS_OPTION
 @PARAMS_OPTION
