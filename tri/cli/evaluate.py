@@ -1,6 +1,6 @@
 """``tri eval``: a player against perfect play (Pascal Pons' Connect Four test positions,
 minimax on every Tic-Tac-Toe position), or a triangle-puzzle player against a baseline on
-evaluation seeds; logged to the project's MLflow store when it has one."""
+evaluation seeds, and how its games end; logged to the project's MLflow store when it has one."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from tri.record.runs import log_evaluation
 @click.group("eval", cls=TriGroup)
 def eval_group() -> None:
     """Measure a player: against perfect play (connect4, tictactoe), or against a baseline on
-    seeds of its own (triangle); or a network's loss on held-out self-play (loss)."""
+    seeds of its own (triangle), or how its triangle games end (deaths); or a network's loss on
+    held-out self-play (loss)."""
 
 
 _SIMULATIONS_OPTION = click.option(
