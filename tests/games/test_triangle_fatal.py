@@ -16,7 +16,7 @@ from tests.games.reference_triangle import ReferenceGame
 from tests.games.test_triangle_random import SMALL, reference_for, rewards_of
 from tri.cli import main
 from tri.config import Params
-from tri.evaluate.deaths import cycle_ends, format_deaths, run_deaths
+from tri.evaluate.deaths import format_deaths, run_deaths
 from tri.games.triangle import fatal
 from tri.games.triangle.game import TriangleGame
 from tri.games.triangle.rules import DEFAULT_TEMPLATES, TriangleConfig
@@ -135,7 +135,7 @@ def test_cycle_ends_are_every_way_to_place_the_hand() -> None:
     game = TriangleGame(THREE)
     _, starts = boards_from_play(game, 3, 4)
     for start in starts[1:4]:  # past the first: boards with triangles on them
-        ends = cycle_ends(game, start)
+        ends = fatal.cycle_ends(game, start)
         expected: set = set()
         hand = [game.shape_table.shapes[i] for i in fatal.hands_of(game, start[None])[0] if i >= 0]
         ref_ends(game, game.board(start), hand, expected)

@@ -115,33 +115,6 @@ class _Recording:
         return type(d)(d.actions, policy, value, d.policy_target)
 
 
-def cycle_ends(game: TriangleGame, start: np.ndarray) -> np.ndarray:
-    """``[E, L]``: every distinct board (slots empty) that placing all the shapes in hand of
-    ``start [L]`` can end on, over every order and placement, line clears applied; ``[0, L]``
-    when none places them all."""
-    w = game.geometry.num_words
-    frontier = {start.tobytes(): start}
-    ends: dict[bytes, np.ndarray] = {}
-    while frontier:
-        states = np.stack(list(frontier.values()))
-        legal = game.legal(states)
-        rows, actions = np.nonzero(legal)
-        frontier = {}
-        if not rows.size:
-            break
-        refill = np.full((rows.size, game.num_slots), -1, np.int32)  # nothing drawn: the cycle's end
-        after = game.step(states[rows], actions, refill).states
-        for s in after:
-            hand = np.sort(s[w + 2:])
-            if not hand.any():
-                ends.setdefault(s[:w].tobytes(), s)
-            else:
-                frontier.setdefault(s[:w].tobytes() + hand.tobytes(), s)
-    if not ends:
-        return np.zeros((0, start.shape[0]), np.uint64)
-    return game.afterstate(np.stack(list(ends.values())))
-
-
 def _read_back(game: TriangleGame, summary, first: np.ndarray, drawn: np.ndarray, chances: list[float],
                risky: float, plans: bool, table) -> GameDeath:
     """One game read back: ``first [L]`` its first position, ``drawn [R, L]`` the position after
@@ -155,7 +128,7 @@ def _read_back(game: TriangleGame, summary, first: np.ndarray, drawn: np.ndarray
     if plans:  # each risky cycle: the safest end any of its plans reaches (from where it began)
         starts = [first, *drawn]
         for i, c in enumerate(chances):
-            ends = cycle_ends(game, starts[i]) if c > risky else None
+            ends = fatal.cycle_ends(game, starts[i]) if c > risky else None
             least.append(None if ends is None else fatal.least_fatal_chance(game, ends, table) if len(ends) else c)
     return GameDeath(seed=summary.seed, score=summary.score, steps=summary.steps, death=death, chances=chances,
                      least=least)

@@ -10,6 +10,8 @@ the board it lands on; the **fatal chance** of a board with empty slots (an afte
 is one: every multiset of ``S`` shapes the templates can draw, weighted by its exact probability
 (:func:`draw_table`), tried exhaustively (:func:`fatal_chance`). Whether the refill itself can then
 be followed by the next is not asked: the chance is of dying within the next cycle, not later.
+The boards a hand can end its cycle on, over every order and placement, are :func:`cycle_ends`
+(plain Python over the engine's batched step: a planner's view of one cycle).
 
 What it answers (``tri eval deaths``, :mod:`tri.evaluate.deaths`): did a player die because the
 cycle's shapes could not be placed at all (a fatal draw), or because it placed them badly; how
@@ -233,6 +235,33 @@ def hands_of(game, states: np.ndarray) -> np.ndarray:
     """``[B, S]`` shape ids in the slots of ``states [B, L]`` (-1 for an empty slot)."""
     w = game.geometry.num_words
     return states[:, w + 2:].astype(np.int64) - 1
+
+
+def cycle_ends(game, start: np.ndarray) -> np.ndarray:
+    """``[E, L]``: every distinct board (slots empty) that placing all the shapes in hand of
+    ``start [L]`` can end on, over every order and placement, line clears applied; ``[0, L]``
+    when none places them all."""
+    w = game.geometry.num_words
+    frontier = {start.tobytes(): start}
+    ends: dict[bytes, np.ndarray] = {}
+    while frontier:
+        states = np.stack(list(frontier.values()))
+        legal = game.legal(states)
+        rows, actions = np.nonzero(legal)
+        frontier = {}
+        if not rows.size:
+            break
+        refill = np.full((rows.size, game.num_slots), -1, np.int32)  # nothing drawn: the cycle's end
+        after = game.step(states[rows], actions, refill).states
+        for s in after:
+            hand = np.sort(s[w + 2:])
+            if not hand.any():
+                ends.setdefault(s[:w].tobytes(), s)
+            else:
+                frontier.setdefault(s[:w].tobytes() + hand.tobytes(), s)
+    if not ends:
+        return np.zeros((0, start.shape[0]), np.uint64)
+    return game.afterstate(np.stack(list(ends.values())))
 
 
 def fatal_chance(game, boards: np.ndarray, table: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
