@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from tri.games.base import Game
+from tri.plan import CyclePlan, plan_cycle
 from tri.search import Evaluator, MctsParams, search
 
 
@@ -66,15 +67,36 @@ class MctsAgent:
         self.name = name
 
     def act(self, states: np.ndarray, moves: np.ndarray) -> Decision:
-        result = search(self.game, self.evaluate, states, self.params, self.rng, noise=self.noise,
+        plan = None
+        if self.params.plan_cycle and self.game.stochastic and hasattr(self.game, "afterstate"):
+            plan = plan_cycle(self.game, self.evaluate, states, discount=self.params.discount,
+                              scale=self.params.value_scale, limit=self.params.plan_cycle)
+            if plan.planned.all():  # every row planned whole: nothing left to search
+                return _planned(plan, self.game.num_actions)
+        rows = np.flatnonzero(~plan.planned) if plan is not None else slice(None)
+        result = search(self.game, self.evaluate, states[rows], self.params, self.rng, noise=self.noise,
                         simulations=self.simulations, determinizations=self.determinizations)
         if result.action is not None:  # Gumbel: the search chose (its noise is the exploration)
             actions = result.action
         else:
-            actions = choose(result.visits, moves, self.temperature, self.temperature_moves, self.rng)
+            actions = choose(result.visits, moves[rows], self.temperature, self.temperature_moves, self.rng)
         if self.params.avoid_dead_ends and hasattr(self.game, "dead_ends"):
-            actions = avoid_dead_ends(self.game, states, actions, result.policy)
-        return Decision(actions, result.policy, result.value)
+            actions = avoid_dead_ends(self.game, states[rows], actions, result.policy)
+        if plan is None:
+            return Decision(actions, result.policy, result.value)
+        out = _planned(plan, self.game.num_actions)
+        out.actions[rows], out.policy[rows], out.value[rows] = actions, result.policy, result.value
+        return out
+
+
+def _planned(plan: CyclePlan, num_actions: int) -> Decision:
+    """A decision from a :class:`~tri.plan.CyclePlan`: each planned row's best first move, as a
+    one-hot policy (an exhaustive search's improved policy), its worth as the root value; the
+    other rows' entries are placeholders for the search's."""
+    actions = np.maximum(plan.action, 0)
+    policy = np.zeros((actions.size, num_actions), np.float32)
+    policy[np.arange(actions.size), actions] = plan.planned
+    return Decision(actions, policy, np.nan_to_num(plan.value).astype(np.float32))
 
 
 def avoid_dead_ends(game, states: np.ndarray, actions: np.ndarray, policy: np.ndarray) -> np.ndarray:

@@ -84,21 +84,21 @@ class MctsParams(BaseModel):
     c_puct: float = Field(1.25, gt=0, description="PUCT's prior weight c in Q + c * P * sqrt(N) / (1 + n), Q "
                                                   "in [0, 1] (single-player) or [-1, 1]; higher: explore "
                                                   "wider, trust the prior more")
-    discount: float = Field(0.95, gt=0, le=1, description="single-player: per-move discount of future "
-                                                          "rewards, in the search's Q and the value targets; "
-                                                          "lower: a shorter horizon (two-player: unused)")
-    value_scale: float = Field(1.0, gt=0, le=10, description="single-player: the network's values are "
-                                                             "multiplied by this in the search (Q = reward + "
-                                                             "discount * scale * V), so a value that runs low "
-                                                             "weighs as much as the rewards it forecasts; the "
-                                                             "search's root value is its estimate in those "
-                                                             "terms (self-play's value targets bootstrap from "
-                                                             "it); the triangle network's values run 11-17% "
-                                                             "low against realised returns, and its champion "
-                                                             "plays 1.15 (README, line 30); two-player: unused")
-    avoid_dead_ends: bool = Field(False, description="triangle: a chosen move after which the shapes in hand "
-                                  "can no longer all be placed (the game ends within the cycle) is replaced "
-                                  "by the search's favourite move that keeps them placeable (an exact check)")
+    discount: float = Field(0.95, gt=0, le=1, description="single-player: per-move discount of future rewards, "
+                            "in the search's Q and the value targets; lower: a shorter horizon (two-player: unused)")
+    value_scale: float = Field(1.0, gt=0, le=10, description="single-player: the network's values are multiplied by "
+                               "this in the search (Q = reward + discount * scale * V), so a value that runs low weighs "
+                               "as much as the rewards it forecasts; the search's root value is its estimate in those "
+                               "terms (self-play's value targets bootstrap from it); the triangle network's values run "
+                               "11-17% low against realised returns, and its champion plays 1.15 (README, line 30); "
+                               "two-player: unused")
+    avoid_dead_ends: bool = Field(False, description="triangle: a chosen move after which the shapes in hand can no "
+                                  "longer all be placed (the game ends within the cycle) is replaced by the search's "
+                                  "favourite move that keeps them placeable (an exact check)")
+    plan_cycle: int = Field(0, ge=0, le=65536, description="triangle: where the rest of the cycle (every order and "
+                            "placement of the shapes in hand) has at most this many distinct positions at each level, "
+                            "its end boards included, each way is valued (its rewards plus the discounted, scaled value "
+                            "of its afterstate) and the best first move is played unsearched (tri/plan.py); 0: off")
     dirichlet_alpha: float = Field(0.1, gt=0, description="concentration of the Dirichlet root noise (PUCT "
                                                           "with selfplay.noise); smaller: noise on fewer "
                                                           "actions")
