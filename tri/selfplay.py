@@ -160,7 +160,7 @@ def _task_key(task: ShardTask, model_id: str) -> str:
     # Nor does a value scale of 1: keys stay those of shards written before the setting existed.
     unscaled = {"value_scale"} if p.mcts.value_scale == 1 else set()
     unscaled |= set() if p.mcts.avoid_dead_ends else {"avoid_dead_ends"}  # off: as before it existed
-    unscaled |= set() if p.mcts.plan_cycle else {"plan_cycle"}
+    unscaled |= set() if p.mcts.plan_cycle else {"plan_cycle"}  # likewise
     text = json.dumps([game, p.mcts.model_dump(mode="json", exclude=unscaled),
                        p.selfplay.model_dump(mode="json", exclude=uncapped), model_id, task.generation, task.shard,
                        task.first_game, list(task.seeds)], sort_keys=True)

@@ -98,18 +98,7 @@ def _place(board, k, a, masks, place_lines, line_words, out, full):
     W = board.shape[0]
     for i in range(W):
         out[i] = board[i] | masks[k, a, i]
-        full[i] = 0
-    for j in range(place_lines.shape[2]):
-        line = place_lines[k, a, j]
-        if line < 0:
-            break
-        complete = True
-        for i in range(W):
-            if (out[i] & line_words[line, i]) != line_words[line, i]:
-                complete = False
-        if complete:
-            for i in range(W):
-                full[i] |= line_words[line, i]
+    K.full_lines(out, k, a, place_lines, line_words, full)
     for i in range(W):
         out[i] &= ~full[i]
 

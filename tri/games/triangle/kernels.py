@@ -216,6 +216,31 @@ def any_legal(states, tab):
     return _any_legal(states, 0, tab[0], tab[1], tab[2], tab[3], empty, pad)
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def full_lines(cells, k, a, place_lines, line_words, full):
+    """``full [W] <-`` the cells of every line through shape ``k``'s placement at anchor ``a`` that
+    ``cells`` (a board's ``W`` words, or a longer state row, the shape already placed) fills, each
+    line once (precomputed in ``place_lines``); returns how many lines. The engine's step and
+    :mod:`tri.games.triangle.fatal` clear a placement's lines through this one check."""
+    W = full.shape[0]
+    for i in range(W):
+        full[i] = 0
+    lines = 0
+    for j in range(place_lines.shape[2]):
+        line = place_lines[k, a, j]
+        if line < 0:
+            break
+        complete = True
+        for i in range(W):
+            if (cells[i] & line_words[line, i]) != line_words[line, i]:
+                complete = False
+        if complete:
+            lines += 1
+            for i in range(W):
+                full[i] |= line_words[line, i]
+    return lines
+
+
 @nb.njit(cache=True, nogil=True)
 def step_batch(states, actions, refills, tab, info):
     """Play ``actions[B]`` on ``states[B, L]`` in place; ``info[B, 6]`` f64 <- (reward, cleared
@@ -250,22 +275,8 @@ def step_batch(states, actions, refills, tab, info):
             continue
         for i in range(W):
             states[b, i] |= masks[k, a, i]
-            full[i] = 0
         states[b, W + 2 + s] = 0
-        # Lines through the placed cells that are now full (distinct lines, precomputed).
-        lines = 0
-        for j in range(place_lines.shape[2]):
-            line = place_lines[k, a, j]
-            if line < 0:
-                break
-            complete = True
-            for i in range(W):
-                if (states[b, i] & line_words[line, i]) != line_words[line, i]:
-                    complete = False
-            if complete:
-                lines += 1
-                for i in range(W):
-                    full[i] |= line_words[line, i]
+        lines = full_lines(states[b], k, a, place_lines, line_words, full)
         cleared = 0
         for i in range(W):
             cleared += _popcount(full[i])
