@@ -12,7 +12,8 @@ Where that tree is small (a crowded board, or a cycle's last shapes), it can be 
 - a path that empties the slots ends at its **afterstate** (``game.afterstate``, the board with
   no shapes in hand), valued as the search values one: ``discount ** k * scale * V`` with ``V``
   the network's value and ``scale`` ``mcts.value_scale``, so a way's worth is what the search's
-  ``Q`` would be along it;
+  ``Q`` would be along it (but for the small reward for surviving the refill step, which depends
+  on the draw: the triangle's ``alive``, 0.005, left out);
 - a path on which the shapes left can no longer be placed ends the game there: its rewards only;
 - a first move's worth is its best way's; the move played is the best first move.
 
