@@ -120,7 +120,7 @@ def plan_cycle(game, evaluate, states: np.ndarray, *, discount: float, scale: fl
         ok = ~failed[e_rows]
         boards, e_rows, e_roots, e_ret, e_disc = boards[ok], e_rows[ok], e_roots[ok], e_ret[ok], e_disc[ok]
         if e_rows.size:
-            distinct, first, back = np.unique(boards[:, :w], axis=0, return_index=True, return_inverse=True)
+            _, first, back = np.unique(boards[:, :w], axis=0, return_index=True, return_inverse=True)
             _, _, values = evaluate(game.afterstate(boards[first]))
             worth = e_ret + e_disc * scale * np.asarray(values, np.float64)[back.reshape(-1)]
             np.maximum.at(q, (e_rows, e_roots), worth)
