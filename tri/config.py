@@ -209,19 +209,16 @@ class TrainParams(BaseModel):
                                                    "replacement from the window")
     lr: float = Field(2e-3, gt=0, description="AdamW's peak learning rate, reached after the warm-up; then a "
                                               "cosine decay to lr_min over the generation's steps")
-    lr_min: float = Field(1e-4, ge=0, description="learning rate at the end of each generation's cosine "
-                                                  "decay")
+    lr_min: float = Field(1e-4, ge=0, description="learning rate at the end of each generation's cosine decay")
     warmup_steps: int = Field(20, ge=0, description="steps of linear warm-up to lr at the start of each "
                                                     "generation, at most a tenth of its steps")
     weight_decay: float = Field(1e-4, ge=0, description="AdamW's decoupled weight decay")
-    grad_clip: float = Field(1.0, gt=0, description="largest global L2 norm of the gradients; larger ones "
-                                                    "are scaled down to it")
-    value_weight: float = Field(1.0, ge=0, description="loss = policy cross-entropy + value_weight * value "
-                                                       "loss (cross-entropy single-player, squared error "
-                                                       "two-player)")
-    occupancy_weight: float = Field(1.0, ge=0, description="loss weight of the occupancy head's mean per-cell "
-                                                           "binary cross-entropy, for a network with one "
-                                                           "(net.occupancy_steps > 0)")
+    grad_clip: float = Field(1.0, gt=0, description="largest global L2 norm of the gradients; larger ones are "
+                                                    "scaled down to it")
+    value_weight: float = Field(1.0, ge=0, description="loss = policy cross-entropy + value_weight * value loss "
+                                                       "(cross-entropy single-player, squared error two-player)")
+    occupancy_weight: float = Field(1.0, ge=0, description="loss weight of the occupancy head's mean per-cell binary "
+                                                           "cross-entropy, for a network with one (net.occupancy_steps > 0)")
     samples_per_position: float = Field(3.0, gt=0, description="about how often each new position is "
                                                                "sampled: steps = new positions * this / "
                                                                "batch_size, at most max_steps")
@@ -231,18 +228,21 @@ class TrainParams(BaseModel):
                                                                  "model, or the previous generation's "
                                                                  "candidate (latest: rejected training is "
                                                                  "kept; measured worse, see README)")
-    reanalyse: bool = Field(True, description="single-player: before training, recompute the value targets "
-                                              "of the window's games another network played, bootstrapped "
-                                              "from the starting network's value (one forward pass per "
-                                              "position, no search; selfplay.td_steps moves on, "
-                                              "mcts.discount) instead of their own search's (tri.reanalyse; "
-                                              "+16 per generation, see README); two-player: unused")
+    reanalyse: bool = Field(True, description="single-player: before training, recompute the value targets of the "
+                            "window's games another network played, bootstrapped from the starting network's value "
+                            "(one forward pass per position, no search; selfplay.td_steps moves on, mcts.discount) "
+                            "instead of their own search's (tri.reanalyse; +16 per generation, see README); "
+                            "two-player: unused")
     bootstrap: Literal["position", "afterstate"] = Field(
-        "position", description="single-player: where a value target bootstraps, selfplay.td_steps moves on "
-                                "at most; position: the value of the position reached (its search's, or "
-                                "reanalysed); afterstate: the starting network's value of the afterstate of "
-                                "the last refill within reach (needs mcts.afterstates), so no draw after it "
-                                "moves the target; every game of the window is recomputed (tri.reanalyse)")
+        "position", description="single-player: where a value target bootstraps, selfplay.td_steps moves on at "
+                                "most; position: the value of the position reached (its search's, or reanalysed); "
+                                "afterstate: the starting network's value of the afterstate of the last refill "
+                                "within reach (needs mcts.afterstates), so no draw after it moves the target; "
+                                "every game of the window is recomputed (tri.reanalyse)")
+    luck_samples: int = Field(0, ge=0, le=1024, description="games with draws (triangle): > 0 takes each refill's luck "
+                              "out of the value targets that sum over it: the real draw's reward + discount * V less "
+                              "the mean over this many other draws of the same move, V the starting network's "
+                              "(tri.luck: no bias, less spread; a forward pass per draw); 0: off")
     threads: int = Field(2, gt=0, le=1024, description="torch threads: part of the result (float summation "
                                                        "order); at most 1024, more than any machine has "
                                                        "cores")

@@ -73,7 +73,7 @@ def game_ends(folder: Path) -> pl.DataFrame:
     return frame
 
 
-def _games(positions: pl.DataFrame, ends: pl.DataFrame, where: str, keep_model: str | None = None
+def game_rows(positions: pl.DataFrame, ends: pl.DataFrame, where: str, keep_model: str | None = None
            ) -> list[tuple[np.ndarray, bool]]:
     """``(rows in move order [T], terminal)`` of each game of ``positions`` (a self-play folder's
     ``game`` and ``move`` columns) not played by ``keep_model``, checked against ``ends``
@@ -108,7 +108,7 @@ def reanalysed_targets(positions: pl.DataFrame, ends: pl.DataFrame, value_of: Ca
     network's values in place of the search's. Raises :class:`TriError` (naming ``where``) for
     positions of a game the games files do not list, or a game with a missing or repeated move."""
     targets = positions["value_target"].to_numpy().astype(np.float32, copy=True)
-    games = _games(positions, ends, where, keep_model)
+    games = game_rows(positions, ends, where, keep_model)
     changed = np.zeros(len(positions), bool)
     if not games:
         return targets, changed
@@ -165,7 +165,7 @@ def afterstate_targets(positions: pl.DataFrame, ends: pl.DataFrame, drew: np.nda
     afterstates (called once, with every drawing row). Raises :class:`TriError` as
     :func:`reanalysed_targets` does."""
     targets = positions["value_target"].to_numpy().astype(np.float32, copy=True)
-    games = _games(positions, ends, where)
+    games = game_rows(positions, ends, where)
     after_values = np.zeros(len(positions), np.float64)
     if drew.any():
         after_values[drew] = after_value_of(np.flatnonzero(drew))

@@ -48,6 +48,7 @@ from tri.config import Params, Runtime
 from tri.device import resolve_device, resolve_precision, torch_threads, training_autocast
 from tri.errors import TriError
 from tri.games import make_game
+from tri.luck import luck_remover
 from tri.net import Checkpoint, load_checkpoint, save_checkpoint, two_hot
 from tri.occupancy import future_occupancy
 from tri.progress import Report, meter
@@ -91,7 +92,7 @@ def window_row_bytes(game) -> int:
 
 
 def load_window(game, folders: list[Path], reanalyse=None, progress: Report | None = None,
-                afterstates: bool = False, occupancy_steps: int = 0, with_games: bool = False,
+                afterstates: bool = False, occupancy_steps: int = 0, with_games: bool = False, luck=None,
                 ) -> tuple[dict[str, np.ndarray], int, int, float, int]:
     """The positions of ``folders`` (validated) as arrays ``state [P, L]``, ``legal [P, A]``
     and ``policy [P, A]`` (none, and zeros, on a row without a policy target: a move playout caps
@@ -100,6 +101,7 @@ def load_window(game, folders: list[Path], reanalyse=None, progress: Report | No
     (``reanalyse.every_folder``; ``progress`` hears of each), how many targets it recomputed and
     their mean change; and with ``afterstates`` (``mcts.afterstates``), after the positions, each
     folder's afterstate rows (:mod:`tri.afterstates`: no legal action, no policy) and how many.
+    With ``luck`` (:func:`tri.luck.luck_remover`), every folder's targets then lose the draws' luck.
     With ``occupancy_steps`` (the network's ``net.occupancy_steps``), also ``occupancy [P, H *
     W]`` bool, every row's target (:mod:`tri.occupancy`). With ``with_games``, also ``game [P]``
     int64: each row's game, unique across the folders (an afterstate row's is its move's)."""
@@ -121,16 +123,16 @@ def load_window(game, folders: list[Path], reanalyse=None, progress: Report | No
     frames, reanalysed, change = [], 0, 0.0
     after_states, after_targets, occupancy, after_occupancy, games, after_games = [], [], [], [], [], []
     redone = 0 if reanalyse is None else len(folders) if reanalyse.every_folder else len(folders) - 1
-    bar = meter("reanalyse", redone, "folders", progress) if redone else None
+    bar = meter("reanalyse", len(folders) if luck else redone, "folders", progress) if redone or luck else None
     for k, (folder, paths) in enumerate(zip(folders, paths_per_folder)):
         older = k < redone
-        extra = (reanalyse.columns if older else []) + (_AFTER_COLUMNS if afterstates or occupancy_steps else [])
+        extra = (reanalyse.columns if older else []) + (_AFTER_COLUMNS if afterstates or occupancy_steps or luck else [])
         frame = read_positions(paths, game, list(dict.fromkeys(columns + extra + (["game"] if with_games else []))),
                                validate=True)
         if with_games:  # a folder's game numbers start again at 0: the folder's index above them
             games.append((k << 40) + frame["game"].to_numpy().astype(np.int64))
         states = frame["state"].to_numpy().astype(np.uint64, copy=False) \
-            if older or afterstates or occupancy_steps else None
+            if older or afterstates or occupancy_steps or luck else None
         where = f"self-play folder {folder}"
         if occupancy_steps:
             history = (frame["action"].to_numpy(), frame["game"].to_numpy(), frame["move"].to_numpy())
@@ -140,13 +142,18 @@ def load_window(game, folders: list[Path], reanalyse=None, progress: Report | No
             reanalysed += int(changed.sum())
             change += float((targets[changed] - frame["value_target"].to_numpy()[changed]).sum())
             frame = frame.with_columns(value_target=pl.Series(targets))
+        after_luck = None
+        if luck is not None:
+            targets, after_luck = luck(k, folder, frame, states)
+            frame = frame.with_columns(value_target=pl.Series(targets))
+        if older or luck:
             bar.advance()
         if afterstates:
             after, target, followed = afterstate_rows(
                 game, states, frame["action"].to_numpy(), frame["game"].to_numpy(), frame["move"].to_numpy(),
                 frame["value_target"].to_numpy(), where=where, with_moves=True)
             after_states.append(after)
-            after_targets.append(target)
+            after_targets.append(target if after_luck is None else (target - after_luck[followed]).astype(np.float32))
             if with_games:
                 after_games.append(games[-1][followed])
             if occupancy_steps:  # an afterstate is the board one move on
@@ -266,7 +273,8 @@ def _train(params: Params, model: Path, data: list[Path], out: Path, generation:
     occupancy_steps = best.net_params.occupancy_steps  # the network's head, not params.net's
     window, new, reanalysed, change, added = load_window(game, [Path(d) for d in data],
                                                          _reanalyser(params, game, best, device), progress,
-                                                         afterstates, occupancy_steps)
+                                                         afterstates, occupancy_steps,
+                                                         luck=luck_remover(params, game, best.model, device, generation))
     size = window["state"].shape[0]
     steps = min(tp.max_steps, max(1, math.ceil(new * tp.samples_per_position / tp.batch_size)))
     rng = np.random.default_rng([tp.seed, generation])

@@ -371,6 +371,12 @@ class TriangleGame:
         new[:, w + 1] &= ~np.uint64(k.GAME_OVER)
         return new
 
+    def sample_refills(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """``[count, S]`` int32: refills for :meth:`step`'s ``refills``, each slot's shape drawn
+        uniformly from the templates as the engine draws (duplicates weigh), from ``rng``, not
+        from any state's stream."""
+        return self.template_ids[rng.integers(0, self.template_ids.size, size=(count, self.num_slots))]
+
     def symmetries(self) -> tuple[Symmetry, ...]:
         """None. The board's mirror images map the board to itself, but not the template set
         (template 15 mirrored is no template), so a mirrored position has different future
