@@ -7,7 +7,8 @@ nothing is random, so the rest of it is a small deterministic tree: every order 
 hand and every placement of each, line clears applied, down to the board the next draw lands on.
 Where that tree is small (a crowded board, or a cycle's last shapes), it can be walked whole:
 
-- every path is stepped with no refill (``refills`` of -1: the slots stay empty, no draw is ever
+- every path is stepped with no refill (:func:`tri.games.triangle.fatal.cycle_level`, which
+  :func:`~tri.games.triangle.fatal.cycle_ends` walks too: the slots stay empty, no draw is ever
   made or read), its rewards summed with the search's discount;
 - a path that empties the slots ends at its **afterstate** (``game.afterstate``, the board with
   no shapes in hand), valued as the search values one: ``discount ** k * scale * V`` with ``V``
@@ -34,6 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from tri.games.triangle.fatal import cycle_level
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ def plan_cycle(game, evaluate, states: np.ndarray, *, discount: float, scale: fl
     level, its ends included, for it to be planned (the network evaluates at most ``limit``
     ends per root)."""
     b_count, num_actions = states.shape[0], game.num_actions
-    w, slots = game.geometry.num_words, game.num_slots
+    w = game.geometry.num_words
     q = np.full((b_count, num_actions), -np.inf)
     failed = game.terminal(states) | ~(states[:, w + 2:] != 0).any(axis=1)
     legal = game.legal(states) & ~failed[:, None]
@@ -87,27 +90,24 @@ def plan_cycle(game, evaluate, states: np.ndarray, *, discount: float, scale: fl
     end_boards, end_rows, end_roots, end_ret, end_disc = [], [], [], [], []
     disc = 1.0
     while rows.size:
-        t = game.step(nodes, actions, np.full((rows.size, slots), -1, np.int32))
-        ret = ret + disc * t.reward
+        level = cycle_level(game, nodes, actions)
+        ret = ret + disc * level.reward
         disc *= discount
-        hands = np.sort(t.states[:, w + 2:], axis=1)
-        empty = ~(hands != 0).any(axis=1)
-        dead = ~empty & t.terminal
-        np.maximum.at(q, (rows[dead], roots[dead]), ret[dead])
-        if empty.any():  # ends: one per (root, root move, board), its best rewards
-            e = np.flatnonzero(empty)
+        np.maximum.at(q, (rows[level.dead], roots[level.dead]), ret[level.dead])
+        if level.ended.any():  # ends: one per (root, root move, board), its best rewards
+            e = np.flatnonzero(level.ended)
             key = np.concatenate([rows[e, None].astype(np.uint64), roots[e, None].astype(np.uint64),
-                                  t.states[e, :w]], axis=1)
+                                  level.states[e, :w]], axis=1)
             e = e[_merge(key, ret[e])]
-            end_boards.append(t.states[e]), end_rows.append(rows[e]), end_roots.append(roots[e])
+            end_boards.append(level.states[e]), end_rows.append(rows[e]), end_roots.append(roots[e])
             end_ret.append(ret[e]), end_disc.append(np.full(e.size, disc))
-        go = np.flatnonzero(~empty & ~t.terminal)
+        go = np.flatnonzero(level.open)
         key = np.concatenate([rows[go, None].astype(np.uint64), roots[go, None].astype(np.uint64),
-                              t.states[go, :w], hands[go]], axis=1)
+                              level.states[go, :w], level.hands[go]], axis=1)
         go = go[_merge(key, ret[go])]
         failed |= np.bincount(rows[go], minlength=b_count) > limit
         go = go[~failed[rows[go]]]
-        open_rows, open_roots, open_nodes, open_ret = rows[go], roots[go], t.states[go], ret[go]
+        open_rows, open_roots, open_nodes, open_ret = rows[go], roots[go], level.states[go], ret[go]
         at, actions = np.nonzero(game.legal(open_nodes))
         rows, roots, nodes, ret = open_rows[at], open_roots[at], open_nodes[at], open_ret[at]
     ends = np.zeros(b_count, np.int64)

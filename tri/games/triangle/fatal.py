@@ -11,7 +11,8 @@ is one: every multiset of ``S`` shapes the templates can draw, weighted by its e
 (:func:`draw_table`), tried exhaustively (:func:`fatal_chance`). Whether the refill itself can then
 be followed by the next is not asked: the chance is of dying within the next cycle, not later.
 The boards a hand can end its cycle on, over every order and placement, are :func:`cycle_ends`
-(plain Python over the engine's batched step: a planner's view of one cycle).
+(the engine's batched step, one level at a time, :func:`cycle_level`: a planner's view of one
+cycle, shared with :mod:`tri.plan`).
 
 What it answers (``tri eval deaths``, :mod:`tri.evaluate.deaths`): did a player die because the
 cycle's shapes could not be placed at all (a fatal draw), or because it placed them badly; how
@@ -31,6 +32,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from math import factorial
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -226,31 +228,47 @@ def hands_of(game, states: np.ndarray) -> np.ndarray:
     return states[:, w + 2:].astype(np.int64) - 1
 
 
+class CycleLevel(NamedTuple):
+    """One level of a cycle's walk (:func:`cycle_level`): ``states [M, L]`` after each move,
+    ``reward [M]``, ``hands [M, S]`` the shapes left (sorted; 0 = an empty slot), ``ended [M]``
+    the slots are empty (the cycle's end: an afterstate's board), ``dead [M]`` shapes are left
+    but the game is over (they no longer fit), ``open [M]`` neither (the walk goes on)."""
+
+    states: np.ndarray
+    reward: np.ndarray
+    hands: np.ndarray
+    ended: np.ndarray
+    dead: np.ndarray
+    open: np.ndarray
+
+
+def cycle_level(game, states: np.ndarray, actions: np.ndarray) -> CycleLevel:
+    """``actions [M]`` played on ``states [M, L]`` with nothing drawn (refills of -1: a move that
+    empties the slots leaves them empty, so no draw is made or read), split into the cycle's
+    ends, dead ways and open positions (:class:`CycleLevel`)."""
+    t = game.step(states, actions, np.full((states.shape[0], game.num_slots), -1, np.int32))
+    hands = np.sort(t.states[:, game.geometry.num_words + 2:], axis=1)
+    ended = ~(hands != 0).any(axis=1)
+    return CycleLevel(t.states, t.reward, hands, ended, ~ended & t.terminal, ~ended & ~t.terminal)
+
+
 def cycle_ends(game, start: np.ndarray) -> np.ndarray:
     """``[E, L]``: every distinct board (slots empty) that placing all the shapes in hand of
-    ``start [L]`` can end on, over every order and placement, line clears applied; ``[0, L]``
-    when none places them all."""
+    ``start [L]`` can end on, over every order and placement, line clears applied (in the order
+    they are first reached); ``[0, L]`` when none places them all."""
     w = game.geometry.num_words
-    frontier = {start.tobytes(): start}
-    ends: dict[bytes, np.ndarray] = {}
-    while frontier:
-        states = np.stack(list(frontier.values()))
-        legal = game.legal(states)
-        rows, actions = np.nonzero(legal)
-        frontier = {}
-        if not rows.size:
-            break
-        refill = np.full((rows.size, game.num_slots), -1, np.int32)  # nothing drawn: the cycle's end
-        after = game.step(states[rows], actions, refill).states
-        for s in after:
-            hand = np.sort(s[w + 2:])
-            if not hand.any():
-                ends.setdefault(s[:w].tobytes(), s)
-            else:
-                frontier.setdefault(s[:w].tobytes() + hand.tobytes(), s)
-    if not ends:
-        return np.zeros((0, start.shape[0]), np.uint64)
-    return game.afterstate(np.stack(list(ends.values())))
+    nodes, ends = start[None], [np.zeros((0, start.shape[0]), np.uint64)]
+    while nodes.shape[0]:
+        rows, actions = np.nonzero(game.legal(nodes))
+        level = cycle_level(game, nodes[rows], actions)
+        ends.append(level.states[level.ended])
+        nodes = level.states[level.open]
+        _, first = np.unique(np.concatenate([nodes[:, :w], level.hands[level.open]], axis=1), axis=0,
+                             return_index=True)
+        nodes = nodes[np.sort(first)]
+    ends = np.concatenate(ends)
+    _, first = np.unique(ends[:, :w], axis=0, return_index=True)
+    return game.afterstate(ends[np.sort(first)])
 
 
 def fatal_chance(game, boards: np.ndarray, table: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
