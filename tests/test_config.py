@@ -225,6 +225,13 @@ def test_bootstrapping_at_afterstates_needs_them(tmp_path):
     assert load_params(write(tmp_path, "train: {bootstrap: afterstate}\n", "ok.yaml")).train.bootstrap == "afterstate"
 
 
+def test_luck_removal_needs_targets_that_hold_the_draws(tmp_path):
+    lines = problems(write(tmp_path, "train: {bootstrap: afterstate, luck_samples: 4}\n"))
+    assert lines == ["train.luck_samples needs train.bootstrap: position (a target bootstrapped at an afterstate "
+                     "holds no draw's luck)"]
+    assert load_params(write(tmp_path, "train: {luck_samples: 4}\n", "ok.yaml")).train.luck_samples == 4
+
+
 def test_wrong_game_name(tmp_path):
     lines = problems(write(tmp_path, "game: {name: chess}\n"))
     assert len(lines) == 1 and lines[0].startswith("game.name: must be one of")

@@ -173,25 +173,21 @@ class SelfplayParams(BaseModel):
                                              "result (each has its own random stream)")
     concurrent: int = Field(128, gt=0, description="games in flight per shard: every network call evaluates "
                                                   "leaves of all of them; more: faster, more memory")
-    max_moves: int = Field(500, gt=0, le=MAX_INT32, description="a game is cut after this many moves "
-                                                                "(single-player: its targets bootstrap from "
-                                                                "the search value); at most 2**31 - 1 (int32 "
-                                                                "in shards)")
+    max_moves: int = Field(500, gt=0, le=MAX_INT32, description="a game is cut after this many moves (single-"
+                           "player: its targets bootstrap from the search value); at most 2**31 - 1 (int32 in shards)")
     temperature: float = Field(1.0, ge=0, description="sampled moves are drawn in proportion to "
                                                       "visits**(1/temperature); 0: the most visited; not "
                                                       "with gumbel")
-    temperature_moves: int = Field(0, ge=0, description="each game's first moves sampled at temperature; "
-                                                        "then the most visited (0: none)")
+    temperature_moves: int = Field(0, ge=0, description="each game's first moves sampled at temperature; then "
+                                                        "the most visited (0: none)")
     noise: bool = Field(False, description="root exploration noise: Dirichlet (mcts.dirichlet_*), or with "
                                            "mcts.gumbel Gumbel's sampling of the considered actions")
     td_steps: int = Field(10, ge=0, description="single-player value targets: n-step returns bootstrapped "
                                                 "from the search value n moves later (0: full returns)")
-    full_fraction: float = Field(1.0, gt=0, le=1, description="playout cap randomisation (KataGo): the share of "
-                                                             "moves searched in full (mcts.simulations, with "
-                                                             "noise), whose policy is a training target; the "
-                                                             "others search fast_simulations without noise, play "
-                                                             "the game on and train the value only; 1: every move "
-                                                             "in full")
+    full_fraction: float = Field(1.0, gt=0, le=1, description="playout cap randomisation (KataGo): the share of moves "
+                                 "searched in full (mcts.simulations, with noise), whose policy is a training target; "
+                                 "the others search fast_simulations without noise, play the game on and train the "
+                                 "value only; 1: every move in full")
     fast_simulations: int = Field(16, gt=0, le=MAX_SIMULATIONS,
                                   description="search budget of a move not searched in full (full_fraction "
                                               "below 1); at most 2**31 - 2")
@@ -274,11 +270,10 @@ class ArenaParams(BaseModel):
                                               "chance search one tree; so does a search with "
                                               "mcts.afterstates alone (chance_outcomes 1), where no path "
                                               "reaches a draw and more trees would only repeat the search")
-    temperature: float = Field(0.0, ge=0, description="sampled moves are drawn in proportion to "
-                                                      "visits**(1/temperature); 0: the most visited; not "
-                                                      "with gumbel")
-    temperature_moves: int = Field(0, ge=0, description="each game's first moves sampled at temperature; "
-                                                        "then the most visited (0: none)")
+    temperature: float = Field(0.0, ge=0, description="sampled moves are drawn in proportion to visits**(1/"
+                                                      "temperature); 0: the most visited; not with gumbel")
+    temperature_moves: int = Field(0, ge=0, description="each game's first moves sampled at temperature; then "
+                                                        "the most visited (0: none)")
     max_moves: int = Field(1000, gt=0, description="a game is cut after this many moves")
     concurrent: int = Field(32, gt=0, description="games in flight at once: the batch of the players' "
                                                   "searches; more: faster, more memory")
@@ -311,6 +306,9 @@ class Params(BaseSettings):
     def _bootstrap_needs_afterstates(self) -> Params:
         if self.train.bootstrap == "afterstate" and not self.mcts.afterstates:
             raise ValueError("train.bootstrap: afterstate needs mcts.afterstates: true")
+        if self.train.bootstrap == "afterstate" and self.train.luck_samples:
+            raise ValueError("train.luck_samples needs train.bootstrap: position (a target bootstrapped at an "
+                             "afterstate holds no draw's luck)")
         return self
 
     @classmethod
