@@ -63,6 +63,11 @@ def test_the_losses_are_trainings_own(project, params):
     assert result.policy == pytest.approx(float(policy), rel=1e-5)
     assert result.value == pytest.approx(float(value), rel=1e-5)
     assert result.baseline is None and result.value_diff is None
+    # The value error: the search's value (the distribution's expectation) against the target, squared.
+    with torch.no_grad():
+        _, out = net(torch.from_numpy(batch["x"]))
+        values = net.value(out).double().numpy()
+    assert result.value_error == pytest.approx(float(((values - window["value_target"]) ** 2).mean()), rel=1e-5)
 
 
 def test_a_network_against_itself_differs_by_nothing_and_another_by_its_means(project):
@@ -74,6 +79,9 @@ def test_a_network_against_itself_differs_by_nothing_and_another_by_its_means(pr
     assert other.value_diff == pytest.approx(other.value - other.baseline_value, rel=1e-9)
     assert other.policy_diff == pytest.approx(other.policy - other.baseline_policy, rel=1e-9)
     assert other.value_low < other.value_diff < other.value_high
+    assert (same.value_error_diff, same.value_error_low, same.value_error_high) == (0.0, 0.0, 0.0)
+    assert other.value_error_diff == pytest.approx(other.value_error - other.baseline_value_error, rel=1e-9)
+    assert other.value_error_low < other.value_error_diff < other.value_error_high
 
 
 def test_the_interval_counts_games_not_positions():
@@ -97,6 +105,7 @@ def test_the_command_prints_and_writes_and_refuses_bad_input_in_one_line(project
                                    "--data", str(folder), "--params", str(params), "--out", str(out)])
     assert ok.exit_code == 0, ok.output
     assert "held-out loss on" in ok.output and "paired difference network - baseline" in ok.output
+    assert "value error" in ok.output
     assert json.loads(out.read_text())["games"] == 20
     other_game = tmp_path / "c4.pt"
     save_model(other_game, with_section(PARAMS, "game", name="connect4"))

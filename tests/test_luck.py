@@ -16,9 +16,8 @@ from tri import layout, train
 from tri.afterstates import afterstate_rows
 from tri.episodes import value_targets
 from tri.errors import TriError
-from tri.luck import draw_luck, luck_free_targets, luck_remover, without_luck
+from tri.luck import draw_luck, luck_remover, without_luck
 from tri.net import load_checkpoint
-from tri.reanalyse import game_ends
 from tri.shards import read_positions
 
 from tests.pipeline_fixtures import PARAMS, game_of, save_model, with_section, write_synthetic_folder
