@@ -62,14 +62,14 @@ def game_ends(folder: Path) -> pl.DataFrame:
     ``model_id`` (str): how each game ended and which network played it."""
     paths = layout.games_paths(folder)
     if not paths:
-        raise TriError(f"train.reanalyse: self-play folder {folder}: no games files (shard-SSS.games.parquet)")
+        raise TriError(f"train: self-play folder {folder}: no games files (shard-SSS.games.parquet)")
     try:
         frame = pl.concat([pl.read_parquet(p, columns=["game", "terminal", "model_id"]) for p in paths])
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise TriError(f"train.reanalyse: self-play folder {folder}: games files cannot be read "
+        raise TriError(f"train: self-play folder {folder}: games files cannot be read "
                        f"({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
     if frame["game"].is_duplicated().any():
-        raise TriError(f"train.reanalyse: self-play folder {folder}: a game is listed twice in its games files")
+        raise TriError(f"train: self-play folder {folder}: a game is listed twice in its games files")
     return frame
 
 
@@ -87,12 +87,12 @@ def game_rows(positions: pl.DataFrame, ends: pl.DataFrame, where: str, keep_mode
         rows = order[lo:hi]
         gid = int(game_ids[rows[0]])
         if gid not in info:
-            raise TriError(f"train.reanalyse: {where}: positions of game {gid}, which its games files do not list")
+            raise TriError(f"train: {where}: positions of game {gid}, which its games files do not list")
         terminal, model_id = info[gid]
         if model_id == keep_model:
             continue
         if not np.array_equal(moves[rows], np.arange(rows.size)):
-            raise TriError(f"train.reanalyse: {where}: game {gid} does not hold each of its moves 0-{rows.size - 1} once")
+            raise TriError(f"train: {where}: game {gid} does not hold each of its moves 0-{rows.size - 1} once")
         games.append((rows, bool(terminal)))
     return games
 
