@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from tri.device import resolve_precision
+from tri.episodes import value_targets
 from tri.errors import TriError
 from tri.reanalyse import game_ends, game_rows, network_values
 
@@ -71,19 +72,10 @@ def without_luck(targets: np.ndarray, luck: np.ndarray, terminal: bool, discount
     """One game's value ``targets [T]`` (:func:`~tri.episodes.value_targets`' with the same
     ``terminal``, ``discount`` and ``td_steps``) less the ``luck [T]`` (:func:`draw_luck`) of every
     move each one sums the reward of, discounted to it: ``z_t - sum_j discount^j luck_{t+j}`` over
-    ``t + j`` before the move ``z_t`` bootstraps at (a cut game's last move is in no target)."""
-    n = targets.shape[0]
-    end = n if terminal else n - 1
-    z = targets.astype(np.float64)
-    if end <= 0:
-        return targets
-    horizon = td_steps if td_steps > 0 else end
-    t = np.arange(n)
-    stop = np.minimum(t + horizon, end)
-    for j in range(min(horizon, end)):
-        live = t + j < stop
-        z[live] -= discount ** j * luck[t[live] + j]
-    return z.astype(np.float32)
+    ``t + j`` before the move ``z_t`` bootstraps at (a cut game's last move is in no target). That
+    sum is ``value_targets`` of the luck as rewards with values of 0, so the two share one window."""
+    summed = value_targets(luck, np.zeros(luck.shape[0]), terminal, discount, False, td_steps)
+    return (targets.astype(np.float64) - summed).astype(np.float32)
 
 
 def luck_free_targets(game, positions, ends, states: np.ndarray, value_of: Callable[[np.ndarray], np.ndarray], *,
