@@ -139,8 +139,8 @@ def test_lock_file_and_versions(project):
     import yaml
 
     stages = yaml.safe_load(lock)["stages"]
-    assert set(stages["train"]["params"]["params.yaml"]) == {"game", "train", "mcts.discount", "mcts.afterstates",
-                                                             "selfplay.td_steps"}
+    assert set(stages["train"]["params"]["params.yaml"]) == {"game", "train", "mcts.discount", "mcts.move_bonus",
+                                                             "mcts.afterstates", "selfplay.td_steps"}
     assert stages["train"]["params"]["models/generation.yaml"] == {"window": list(versioning.read_plan(root).window)}
     assert set(stages["selfplay"]["params"]["params.yaml"]) == {"game", "mcts", "selfplay"}
 

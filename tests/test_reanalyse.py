@@ -225,3 +225,28 @@ def test_training_bootstraps_every_folder_at_afterstates(played, tmp_path):
         expected = afterstate_reference(r, drew[rows], np.full(rows.size, 7.0),
                                         positions["root_value"].to_numpy()[rows], terminal[gid], 0.9, 3)
         np.testing.assert_allclose(targets[rows], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_move_bonus_is_in_self_play_s_targets_and_in_reanalysis(played, tmp_path):
+    """``mcts.move_bonus``: self-play records targets with the bonus on every move, which
+    reanalysis with the search's values and the same bonus gives back; training passes it on."""
+    bonus = 0.7
+    params = with_section(SELFPLAY, "mcts", move_bonus=bonus)
+    folder = layout.selfplay_dir(tmp_path, 1)
+    selfplay.run(params, played["root"] / "m0.pt", folder, generation=1, runtime=Runtime(workers=1))
+    positions, ends = positions_and_ends(folder, played["game"])
+    search = positions["root_value"].to_numpy().astype(np.float64)
+
+    def again(b):
+        return reanalyse.reanalysed_targets(positions, ends, lambda rows: search[rows], keep_model="another",
+                                            discount=params.mcts.discount, td_steps=params.selfplay.td_steps,
+                                            where="the folder", bonus=b)[0]
+
+    recorded = positions["value_target"].to_numpy()
+    np.testing.assert_allclose(again(bonus), recorded, rtol=1e-6, atol=1e-5)
+    assert (again(0.0) < recorded - bonus / 2).mean() > 0.5  # most targets sum at least one move's bonus
+    # Training reanalyses the older folder with the bonus: its targets rise by at least one move's.
+    older, newest = played["folders"]
+    plain = train.run(SELFPLAY, played["root"] / "m2.pt", [older, newest], tmp_path / "a.pt")
+    with_bonus = train.run(params, played["root"] / "m2.pt", [older, newest], tmp_path / "b.pt")
+    assert with_bonus.reanalysed_change > plain.reanalysed_change + bonus / 2

@@ -70,7 +70,8 @@ class MctsAgent:
         plan = None
         if self.params.plan_cycle and self.game.stochastic and hasattr(self.game, "afterstate"):
             plan = plan_cycle(self.game, self.evaluate, states, discount=self.params.discount,
-                              scale=self.params.value_scale, limit=self.params.plan_cycle)
+                              scale=self.params.value_scale, limit=self.params.plan_cycle,
+                              bonus=self.params.move_bonus)
             if plan.planned.all():  # every row planned whole: nothing left to search
                 return _planned(plan, self.game.num_actions)
         rows = np.flatnonzero(~plan.planned) if plan is not None else slice(None)

@@ -57,12 +57,10 @@ class NetParams(BaseModel):
     value_channels: int = Field(2, gt=0, description="value head: 1x1 convolution channels, flattened into "
                                                      "its hidden layer")
     value_hidden: int = Field(64, gt=0, description="value head: units of its hidden fully connected layer")
-    support_max: int = Field(30, gt=0, description="single-player value head: two-hot bins 0..support_max in "
-                                                   "h-space; returns past h^-1(support_max) (about 900 by "
-                                                   "default) or below 0 are clipped")
-    support_eps: float = Field(0.001, ge=0, description="single-player: eps of the squashing h(x) = sign(x) "
-                                                        "(sqrt(|x| + 1) - 1) + eps x; larger: more linear, a "
-                                                        "smaller largest return")
+    support_max: int = Field(30, gt=0, description="single-player value head: two-hot bins 0..support_max in h-space; "
+                             "returns past h^-1(support_max) (about 900 by default) or below 0 are clipped")
+    support_eps: float = Field(0.001, ge=0, description="single-player: eps of the squashing h(x) = sign(x) (sqrt(|x| + "
+                               "1) - 1) + eps x; larger: more linear, a smaller largest return")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the initial weights (generation 0); at most "
                                                         "2**63 - 1 (torch's seeds are 64-bit)")
     occupancy_steps: int = Field(0, ge=0, le=1000,
@@ -92,6 +90,10 @@ class MctsParams(BaseModel):
                                "terms (self-play's value targets bootstrap from it); the triangle network's values run "
                                "11-17% low against realised returns, and its champion plays 1.15 (README, line 30); "
                                "two-player: unused")
+    move_bonus: float = Field(0.0, ge=0, le=100, description="single-player: a reward the search's Q and the value "
+                              "targets add to every move (never the score), so an end costs bonus / (1 - discount) more "
+                              "than the moves it cuts off would score, and at discount 0.95 survival outweighs when lines "
+                              "clear; 0: none (README, line 38)")
     avoid_dead_ends: bool = Field(False, description="triangle: a chosen move after which the shapes in hand can no "
                                   "longer all be placed (the game ends within the cycle) is replaced by the search's "
                                   "favourite move that keeps them placeable (an exact check)")

@@ -69,7 +69,7 @@ class Episodes:
 
 
 def value_targets(rewards: np.ndarray, root_values: np.ndarray, terminal: bool, discount: float,
-                  two_player: bool, td_steps: int = 0) -> np.ndarray:
+                  two_player: bool, td_steps: int = 0, bonus: float = 0.0) -> np.ndarray:
     """Value targets ``[T]`` for one game's positions, from each position's side to move.
 
     Single-player: the discounted return ``z_t = r_t + discount * z_{t+1}``, or with
@@ -78,6 +78,7 @@ def value_targets(rewards: np.ndarray, root_values: np.ndarray, terminal: bool, 
     draws make a full return a noisy target; the search value averages over them (1-ply play from
     a value trained on the same games: 66 -> 75 with n = 10). A game cut by the move cap has no
     known future, so it bootstraps from its last position's search value (its own target).
+    ``bonus`` (``mcts.move_bonus``) is added to every move's reward, as the search adds it.
     Two-player: the final outcome, sign-alternating back from the last mover (0 if cut).
     """
     n = rewards.shape[0]
@@ -98,19 +99,20 @@ def value_targets(rewards: np.ndarray, root_values: np.ndarray, terminal: bool, 
     z = discount ** (stop - t) * value[stop]
     for k in range(min(horizon, end)):
         live = t + k < stop
-        z[live] += discount ** k * rewards[t[live] + k]
+        z[live] += discount ** k * (rewards[t[live] + k] + bonus)
     return z[:n].astype(np.float32)
 
 
 def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, concurrent: int,
-                 max_moves: int, record: bool = False, discount: float = 1.0, td_steps: int = 0,
+                 max_moves: int, record: bool = False, discount: float = 1.0, td_steps: int = 0, bonus: float = 0.0,
                  first_seat: np.ndarray | None = None, starts: np.ndarray | None = None,
                  on_game: Callable[[GameSummary, int], None] | None = None,
                  on_moves: Callable[[int], None] | None = None,
                  stop: Callable[[], bool] | None = None) -> Episodes:
     """Play one game per seed. ``agents[s]`` moves for seat ``s`` (one agent for single-player
     games). ``record`` keeps every position with the agent's policy and value (the agent must
-    return them). ``on_game(summary, positions_in_game)`` is called as each game ends, and
+    return them); its value targets (:func:`value_targets`) use ``discount``, ``td_steps`` and
+    ``bonus``. ``on_game(summary, positions_in_game)`` is called as each game ends, and
     ``on_moves(n)`` after each round of moves (``n`` games moved once; for progress reports).
     ``stop()`` is asked before every move; when it says yes, :class:`Stopped` is raised.
     ``starts [total, L]``: the position each game starts from (default ``game.initial(seed)``;
@@ -192,7 +194,7 @@ def run_episodes(game: Game, agents: Sequence[Agent], seeds: np.ndarray, *, conc
             if record:
                 h = history[slot]
                 z = value_targets(np.array([r[6] for r in h]), np.array([r[4] for r in h]), terminal,
-                                  discount, two_player, td_steps)
+                                  discount, two_player, td_steps, bonus)
                 rows.append([(g, *r[:6], z[j], *r[6:]) for j, r in enumerate(h)])
             if on_game is not None:
                 on_game(summary, len(history[slot]) if record else summary.steps)

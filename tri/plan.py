@@ -68,13 +68,14 @@ def _merge(keys: np.ndarray, ret: np.ndarray) -> np.ndarray:
     return order[np.sort(first)]
 
 
-def plan_cycle(game, evaluate, states: np.ndarray, *, discount: float, scale: float, limit: int) -> CyclePlan:
+def plan_cycle(game, evaluate, states: np.ndarray, *, discount: float, scale: float, limit: int,
+               bonus: float = 0.0) -> CyclePlan:
     """Walk the rest of each root's cycle whole where it is small enough (module docstring).
 
     ``states [B, L]``: roots with shapes in hand (a root that is over, or whose slots are
     empty, is not planned). ``evaluate(states [M, L]) -> (priors, legal, values [M])``: the
     search's evaluator (its values unscaled). ``discount`` and ``scale``: ``mcts.discount`` and
-    ``mcts.value_scale``. ``limit``: the most distinct positions a root's cycle may have at any
+    ``mcts.value_scale``; ``bonus``: ``mcts.move_bonus``, added to every move's reward. ``limit``: the most distinct positions a root's cycle may have at any
     level, its ends included, for it to be planned (the network evaluates at most ``limit``
     ends per root)."""
     b_count, num_actions = states.shape[0], game.num_actions
@@ -91,7 +92,7 @@ def plan_cycle(game, evaluate, states: np.ndarray, *, discount: float, scale: fl
     disc = 1.0
     while rows.size:
         level = cycle_level(game, nodes, actions)
-        ret = ret + disc * level.reward
+        ret = ret + disc * (level.reward + bonus)
         disc *= discount
         np.maximum.at(q, (rows[level.dead], roots[level.dead]), ret[level.dead])
         if level.ended.any():  # ends: one per (root, root move, board), its best rewards

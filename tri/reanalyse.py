@@ -98,14 +98,15 @@ def game_rows(positions: pl.DataFrame, ends: pl.DataFrame, where: str, keep_mode
 
 
 def reanalysed_targets(positions: pl.DataFrame, ends: pl.DataFrame, value_of: Callable[[np.ndarray], np.ndarray],
-                       *, keep_model: str, discount: float, td_steps: int, where: str) -> tuple[np.ndarray, np.ndarray]:
+                       *, keep_model: str, discount: float, td_steps: int, where: str,
+                       bonus: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """New value targets ``[P]`` (float32, in ``positions``' row order) and which rows were
     reanalysed (``[P]`` bool). ``positions``: one self-play folder's :data:`COLUMNS`; ``ends``:
     its :func:`game_ends`; ``value_of(rows [R]) -> [R]``: the network's value of those rows'
     states (called once, with the rows of every game to reanalyse). Games played by
     ``keep_model`` keep their targets. Each other game must hold its moves ``0..T-1`` once; its
     targets become :func:`~tri.episodes.value_targets` of its recorded rewards and end, with the
-    network's values in place of the search's. Raises :class:`TriError` (naming ``where``) for
+    network's values in place of the search's (and ``bonus``, ``mcts.move_bonus``). Raises :class:`TriError` (naming ``where``) for
     positions of a game the games files do not list, or a game with a missing or repeated move."""
     targets = positions["value_target"].to_numpy().astype(np.float32, copy=True)
     games = game_rows(positions, ends, where, keep_model)
@@ -118,12 +119,13 @@ def reanalysed_targets(positions: pl.DataFrame, ends: pl.DataFrame, value_of: Ca
     values[changed] = value_of(np.flatnonzero(changed))
     rewards = positions["reward"].to_numpy()
     for rows, terminal in games:
-        targets[rows] = value_targets(rewards[rows], values[rows], terminal, discount, False, td_steps)
+        targets[rows] = value_targets(rewards[rows], values[rows], terminal, discount, False, td_steps, bonus)
     return targets, changed
 
 
 def afterstate_bootstrapped(rewards: np.ndarray, drew: np.ndarray, after_values: np.ndarray,
-                            values: np.ndarray, terminal: bool, discount: float, td_steps: int) -> np.ndarray:
+                            values: np.ndarray, terminal: bool, discount: float, td_steps: int,
+                            bonus: float = 0.0) -> np.ndarray:
     """One game's value targets ``[T]`` bootstrapped at afterstates (``train.bootstrap:
     afterstate``). ``rewards [T]``; ``drew [T]``: move ``t``'s step drew (the refill);
     ``after_values [T]``: the network's value of move ``t``'s afterstate (read where ``drew``);
@@ -133,7 +135,9 @@ def afterstate_bootstrapped(rewards: np.ndarray, drew: np.ndarray, after_values:
     ``discount^(k + 1 - t) * after_values[k]``: the expectation over that draw and everything
     after it, so no draw after ``k`` moves the target. With no drawing move in reach it is
     :func:`~tri.episodes.value_targets`' (0 past a finished game's end; a cut game's last
-    position bootstraps from its own value)."""
+    position bootstraps from its own value). ``bonus``: added to every move's reward
+    (``mcts.move_bonus``)."""
+    rewards = rewards + bonus
     n = rewards.shape[0]
     end = n if terminal else n - 1
     if end <= 0:  # no move to sum: a cut game's one position, or a game over before it began
@@ -157,7 +161,7 @@ def afterstate_bootstrapped(rewards: np.ndarray, drew: np.ndarray, after_values:
 
 def afterstate_targets(positions: pl.DataFrame, ends: pl.DataFrame, drew: np.ndarray,
                        after_value_of: Callable[[np.ndarray], np.ndarray], *, discount: float, td_steps: int,
-                       where: str) -> np.ndarray:
+                       where: str, bonus: float = 0.0) -> np.ndarray:
     """New value targets ``[P]`` (float32, ``positions``' row order) of every game of one self-play
     folder, bootstrapped at afterstates (:func:`afterstate_bootstrapped`). ``positions``: the
     folder's :data:`COLUMNS` and ``root_value``; ``ends``: its :func:`game_ends`; ``drew [P]``:
@@ -172,5 +176,5 @@ def afterstate_targets(positions: pl.DataFrame, ends: pl.DataFrame, drew: np.nda
     rewards, values = positions["reward"].to_numpy(), positions["root_value"].to_numpy()
     for rows, terminal in games:
         targets[rows] = afterstate_bootstrapped(rewards[rows], drew[rows], after_values[rows], values[rows],
-                                                terminal, discount, td_steps)
+                                                terminal, discount, td_steps, bonus)
     return targets

@@ -13,6 +13,7 @@ reward ``reward[c]`` received by the player who acted; its action value is
   the network's values enter ``V`` multiplied by ``mcts.value_scale`` (1 by default: a correction
   for a value that runs low against the rewards it forecasts), and so does the root value the
   search reports (its estimate of the return, ``r + discount * scale * V`` all the way down);
+  each edge's reward includes ``mcts.move_bonus`` (0 by default), as the value targets do;
 - two-player: ``Q(n, a) = reward[c] - V(c)`` (the child's side to move is the opponent), in
   ``[-1, 1]``.
 
@@ -277,6 +278,7 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
     if afterstates and not hasattr(game, "afterstate"):
         raise TriError(f"mcts.afterstates: the game {game.name} has no afterstate()")
     scale = 1.0 if two_player else params.value_scale
+    bonus = 0.0 if two_player else params.move_bonus
     if scale != 1.0:
         evaluate = _scaled(evaluate, scale)
     tree = Tree.empty(batch, sims + 1, game.state_size, game.num_actions)
@@ -328,6 +330,8 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
                 seeds = rng.integers(0, 2**62, size=int(fresh.sum()))
                 parent_states[fresh] = game.reseed(parent_states[fresh], seeds)
             step = game.step(parent_states, actions)
+            # mcts.move_bonus: every move's edge earns it, as in the value targets (never the score)
+            reward = step.reward + bonus if bonus else step.reward
             drew = np.zeros(new_b.size, bool)
             if outcomes > 1 or afterstates:  # a game that does not say which steps drew: any step may have
                 drew = np.ones(new_b.size, bool) if step.chance is None else step.chance
@@ -336,7 +340,7 @@ def _search(game: Game, evaluate: Evaluator, roots: np.ndarray, params: MctsPara
             # the search's own draws, searched on past the refill.
             after = (drew & ~fresh if outcomes > 1 else drew) if afterstates else none
             live = _store(tree.states, tree.reward, tree.terminal, tree.exact, tree.chance, new_b, new_node,
-                          step.states, step.reward, step.terminal, drew if outcomes > 1 else none, after, rows)
+                          step.states, reward, step.terminal, drew if outcomes > 1 else none, after, rows)
             if live:
                 states = step.states if live == new_b.size else step.states[rows >= 0]
                 if afterstates and after.any():  # valued before the draw, over every draw

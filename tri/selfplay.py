@@ -130,7 +130,7 @@ def play_shard(task: ShardTask, count=None, stop=None) -> ShardResult:
 
     episodes = run_episodes(game, [agent], np.array(task.seeds), concurrent=sp.concurrent,
                             max_moves=sp.max_moves, record=True, discount=params.mcts.discount,
-                            td_steps=sp.td_steps, on_game=on_game, on_moves=on_moves, stop=stop)
+                            td_steps=sp.td_steps, bonus=params.mcts.move_bonus, on_game=on_game, on_moves=on_moves, stop=stop)
     for g in episodes.games:
         g.index += task.first_game
     episodes.positions.game += task.first_game
@@ -161,6 +161,7 @@ def _task_key(task: ShardTask, model_id: str) -> str:
     unscaled = {"value_scale"} if p.mcts.value_scale == 1 else set()
     unscaled |= set() if p.mcts.avoid_dead_ends else {"avoid_dead_ends"}  # off: as before it existed
     unscaled |= set() if p.mcts.plan_cycle else {"plan_cycle"}  # likewise
+    unscaled |= set() if p.mcts.move_bonus else {"move_bonus"}  # likewise
     text = json.dumps([game, p.mcts.model_dump(mode="json", exclude=unscaled),
                        p.selfplay.model_dump(mode="json", exclude=uncapped), model_id, task.generation, task.shard,
                        task.first_game, list(task.seeds)], sort_keys=True)

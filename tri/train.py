@@ -209,7 +209,7 @@ def _reanalyser(params: Params, game, best: Checkpoint, device: str) -> _Reanaly
     None when neither, and for a two-player game (its targets are outcomes: nothing to bootstrap)."""
     tp, single = params.train, game.num_players == 1
     dtype = getattr(torch, resolve_precision(tp.precision, device))
-    discount, td_steps = params.mcts.discount, params.selfplay.td_steps
+    discount, td_steps, bonus = params.mcts.discount, params.selfplay.td_steps, params.mcts.move_bonus
 
     def values(states: np.ndarray) -> np.ndarray:
         return reanalysis.network_values(best.model, game, states, dtype, device)
@@ -219,13 +219,14 @@ def _reanalyser(params: Params, game, best: Checkpoint, device: str) -> _Reanaly
         drew = np.ones(len(states), bool) if step.chance is None else np.asarray(step.chance, bool)
         targets = reanalysis.afterstate_targets(
             positions, reanalysis.game_ends(folder), drew, lambda rows: values(game.afterstate(step.states[rows])),
-            discount=discount, td_steps=td_steps, where=f"self-play folder {folder}")
+            discount=discount, td_steps=td_steps, where=f"self-play folder {folder}", bonus=bonus)
         return targets, np.ones(len(states), bool)
 
     def reanalyse(folder: Path, positions, states: np.ndarray):
         return reanalysis.reanalysed_targets(
             positions, reanalysis.game_ends(folder), lambda rows: values(states[rows]),
-            keep_model=best.model_id, discount=discount, td_steps=td_steps, where=f"self-play folder {folder}")
+            keep_model=best.model_id, discount=discount, td_steps=td_steps, where=f"self-play folder {folder}",
+            bonus=bonus)
 
     if single and tp.bootstrap == "afterstate" and game.stochastic:
         return _Reanalyser(at_afterstates, reanalysis.COLUMNS + ["root_value", "action"], every_folder=True)

@@ -52,7 +52,7 @@ def render_game(params: Params, checkpoint: Path, out: Path, *, generation: int 
     with torch_threads():  # as in the arena: the same moves on any machine
         ep = run_episodes(game, [agent] * game.num_players, np.array([seed]), concurrent=1,
                           max_moves=min(max_moves or ap.max_moves, ap.max_moves), record=True,
-                          discount=params.mcts.discount)
+                          discount=params.mcts.discount, bonus=params.mcts.move_bonus)
     pos, summary = ep.positions, ep.games[0]
     after = game.step(pos.state[-1:], pos.action[-1:]).states if len(pos) else pos.state[:0]
     states = np.concatenate([pos.state, after])
