@@ -26,7 +26,7 @@ from tri.arena_result import ArenaResult, load_result
 from tri.config import Runtime, recipe_params
 from tri.errors import TriError
 
-from tests.pipeline_fixtures import (OTHER_BOARD, PARAMS, assert_clean_error, fake_episodes, game_of, save_model,
+from tests.pipeline_fixtures import (OTHER_BOARD, PARAMS, assert_clean_error, fake_episodes, save_model,
                                      tri_cli, with_section, write_params)
 
 ONE = Runtime(workers=1, device="cpu")
@@ -282,7 +282,6 @@ class _Recorder:
 def test_paired_seeds_give_both_players_the_same_draws(monkeypatch, a, b, concurrent):
     games = 8
     params = with_section(PARAMS, "arena", max_moves=15, concurrent=concurrent)
-    game = game_of(params)
     seeds = arena_seeds(params.arena.seed, games)
     recorders: list[_Recorder] = []
     real_make_agent = players.make_agent

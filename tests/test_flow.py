@@ -336,7 +336,7 @@ def test_the_newer_games_go_through_the_versioned_flow(prefect_server, tmp_path,
     and the soak repro the triangle's; kept to one game here for CI's time)."""
     from mlflow import MlflowClient
 
-    from tri.config import ArenaParams, MctsParams, NetParams, SelfplayParams, recipe_params
+    from tri.config import ArenaParams, NetParams, SelfplayParams, recipe_params
 
     recipe = recipe_params(name)
     params = recipe.model_copy(update={

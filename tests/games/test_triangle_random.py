@@ -475,7 +475,7 @@ def test_draw_is_uniform_over_templates(game):
     ids = game.template_ids
     weights = np.bincount(ids, minlength=len(game.shape_table)) / len(ids)
     assert len(ids) == 31 and len(set(ids.tolist())) < 31
-    S, W = game.num_slots, game.geometry.num_words
+    W = game.geometry.num_words
     init = game.initial(np.arange(20000, dtype=np.int64))
     draws = [init[:, W + 2:].astype(np.int64) - 1]
     refill = game.reseed(np.repeat(_one_triangle_left(game, 0).data, 20000, axis=0),
