@@ -1,6 +1,6 @@
 """``mcts.move_bonus``: a single-player search, its cycle planning and its value targets add the
 bonus to every move's reward, exactly as if the game paid it (the score never does); a
-two-player search ignores it."""
+two-player search ignores it (``tests/search/test_value_scale.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from tests.search.fakes import TicTacToe, hash_evaluator
+from tests.search.fakes import hash_evaluator
 from tests.search.test_plan import THREE, evaluator, positions
 from tri.config import MctsParams
 from tri.episodes import value_targets
@@ -35,17 +35,6 @@ class Paying:
         return Transition(t.states, t.reward + self._bonus, t.terminal, t.stats, t.chance)
 
 
-@pytest.fixture(scope="module")
-def roots(game):
-    """Six triangle positions a few placements in."""
-    states = game.initial(np.arange(6))
-    rng = np.random.default_rng(3)
-    for _ in range(4):
-        legal = game.legal(states)
-        states = game.step(states, np.array([rng.choice(np.flatnonzero(row)) for row in legal])).states
-    return states
-
-
 @pytest.mark.parametrize("gumbel", [True, False])
 @pytest.mark.parametrize("afterstates", [True, False])
 def test_the_search_plays_as_if_every_move_paid_the_bonus(game, roots, gumbel, afterstates):
@@ -67,18 +56,6 @@ def test_the_search_plays_as_if_every_move_paid_the_bonus(game, roots, gumbel, a
     assert not np.array_equal(plain.value, with_bonus.value)
     if not (afterstates or gumbel):
         assert not np.array_equal(plain.visits, with_bonus.visits)
-
-
-def test_a_two_player_search_ignores_it():
-    game = TicTacToe()
-    roots = game.initial(np.zeros(3))
-    evaluate = hash_evaluator(game, (-1.0, 1.0))
-    base = MctsParams(simulations=30, gumbel=False)
-    a = search(game, evaluate, roots, base, np.random.default_rng(1), noise=False)
-    b = search(game, evaluate, roots, base.model_copy(update={"move_bonus": 3.0}), np.random.default_rng(1),
-               noise=False)
-    np.testing.assert_array_equal(a.visits, b.visits)
-    np.testing.assert_array_equal(a.value, b.value)
 
 
 def test_cycle_planning_values_every_move_with_the_bonus():

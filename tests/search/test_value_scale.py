@@ -22,18 +22,6 @@ def scaled(evaluate, scale):
     return inner
 
 
-@pytest.fixture(scope="module")
-def roots(game):
-    """Six triangle positions a few placements in, with three shapes in hand or fewer."""
-    states = game.initial(np.arange(6))
-    rng = np.random.default_rng(3)
-    for _ in range(4):
-        legal = game.legal(states)
-        states = game.step(states, np.array([rng.choice(np.flatnonzero(row)) for row in legal])).states
-    assert game.legal(states).any(axis=1).all()
-    return states
-
-
 @pytest.mark.parametrize("gumbel", [True, False])
 def test_the_search_plays_as_if_the_network_said_scale_times_its_value(game, roots, gumbel):
     # Values of the size of one placement's reward (0.015-0.055), so that scaling them reorders moves.
@@ -53,14 +41,15 @@ def test_the_search_plays_as_if_the_network_said_scale_times_its_value(game, roo
     assert not np.array_equal(plain.policy, with_scale.policy)
 
 
-def test_a_two_player_search_ignores_it():
+@pytest.mark.parametrize("setting", [{"value_scale": SCALE}, {"move_bonus": 3.0}], ids=["value_scale", "move_bonus"])
+def test_a_two_player_search_ignores_it(setting):
+    """Neither the value scale nor the move bonus (``test_move_bonus.py``) acts on two players."""
     game = TicTacToe()
     roots = game.initial(np.zeros(3))
     evaluate = hash_evaluator(game, (-1.0, 1.0))
     base = MctsParams(simulations=30, gumbel=False)
     a = search(game, evaluate, roots, base, np.random.default_rng(1), noise=False)
-    b = search(game, evaluate, roots, base.model_copy(update={"value_scale": SCALE}), np.random.default_rng(1),
-               noise=False)
+    b = search(game, evaluate, roots, base.model_copy(update=setting), np.random.default_rng(1), noise=False)
     np.testing.assert_array_equal(a.visits, b.visits)
     np.testing.assert_array_equal(a.value, b.value)
 
