@@ -92,8 +92,8 @@ class MctsParams(BaseModel):
                                "two-player: unused")
     move_bonus: float = Field(0.0, ge=0, le=100, description="single-player: a reward the search's Q and the value "
                               "targets add to every move (never the score), so an end costs bonus / (1 - discount) more "
-                              "than the moves it cuts off would score, and at discount 0.95 survival outweighs when lines "
-                              "clear; 0: none (README, line 38)")
+                              "than the moves it cuts off would score (2, from the champion: no better, README line "
+                              "38); 0: none")
     avoid_dead_ends: bool = Field(False, description="triangle: a chosen move after which the shapes in hand can no "
                                   "longer all be placed (the game ends within the cycle) is replaced by the search's "
                                   "favourite move that keeps them placeable (an exact check)")

@@ -75,9 +75,9 @@ def plan_cycle(game, evaluate, states: np.ndarray, *, discount: float, scale: fl
     ``states [B, L]``: roots with shapes in hand (a root that is over, or whose slots are
     empty, is not planned). ``evaluate(states [M, L]) -> (priors, legal, values [M])``: the
     search's evaluator (its values unscaled). ``discount`` and ``scale``: ``mcts.discount`` and
-    ``mcts.value_scale``; ``bonus``: ``mcts.move_bonus``, added to every move's reward. ``limit``: the most distinct positions a root's cycle may have at any
-    level, its ends included, for it to be planned (the network evaluates at most ``limit``
-    ends per root)."""
+    ``mcts.value_scale``; ``bonus``: ``mcts.move_bonus``, added to every move's reward.
+    ``limit``: the most distinct positions a root's cycle may have at any level, its ends
+    included, for it to be planned (the network evaluates at most ``limit`` ends per root)."""
     b_count, num_actions = states.shape[0], game.num_actions
     w = game.geometry.num_words
     q = np.full((b_count, num_actions), -np.inf)

@@ -105,9 +105,10 @@ def reanalysed_targets(positions: pl.DataFrame, ends: pl.DataFrame, value_of: Ca
     its :func:`game_ends`; ``value_of(rows [R]) -> [R]``: the network's value of those rows'
     states (called once, with the rows of every game to reanalyse). Games played by
     ``keep_model`` keep their targets. Each other game must hold its moves ``0..T-1`` once; its
-    targets become :func:`~tri.episodes.value_targets` of its recorded rewards and end, with the
-    network's values in place of the search's (and ``bonus``, ``mcts.move_bonus``). Raises :class:`TriError` (naming ``where``) for
-    positions of a game the games files do not list, or a game with a missing or repeated move."""
+    targets become :func:`~tri.episodes.value_targets` of its recorded rewards (each plus
+    ``bonus``, ``mcts.move_bonus``) and end, with the network's values in place of the search's.
+    Raises :class:`TriError` (naming ``where``) for positions of a game the games files do not
+    list, or a game with a missing or repeated move."""
     targets = positions["value_target"].to_numpy().astype(np.float32, copy=True)
     games = game_rows(positions, ends, where, keep_model)
     changed = np.zeros(len(positions), bool)
@@ -137,7 +138,7 @@ def afterstate_bootstrapped(rewards: np.ndarray, drew: np.ndarray, after_values:
     :func:`~tri.episodes.value_targets`' (0 past a finished game's end; a cut game's last
     position bootstraps from its own value). ``bonus``: added to every move's reward
     (``mcts.move_bonus``)."""
-    rewards = rewards + bonus
+    rewards = rewards + bonus if bonus else rewards
     n = rewards.shape[0]
     end = n if terminal else n - 1
     if end <= 0:  # no move to sum: a cut game's one position, or a game over before it began
