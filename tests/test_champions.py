@@ -58,8 +58,8 @@ def test_the_shipped_champion_matches_its_card(game):
             recipe = recipe.model_copy(update={section: kept})
     # Settings that became the triangle recipe after its champion was trained, and that two-player
     # games do not use: train.reanalyse (README, ablation line 12; a card written before it existed
-    # says false) and mcts.afterstates (lines 19-20; the card says false).
-    for section, setting in (("train", "reanalyse"), ("mcts", "afterstates")):
+    # says false), mcts.afterstates (lines 19-20; the card says false) and train.luck_samples (line 40).
+    for section, setting in (("train", "reanalyse"), ("mcts", "afterstates"), ("train", "luck_samples")):
         kept = getattr(recipe, section).model_copy(update={setting: getattr(getattr(params, section), setting)})
         recipe = recipe.model_copy(update={section: kept})
     assert params == recipe

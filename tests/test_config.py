@@ -222,14 +222,18 @@ def test_afterstates_and_chance_nodes_combine(tmp_path):
 def test_bootstrapping_at_afterstates_needs_them(tmp_path):
     lines = problems(write(tmp_path, "mcts: {afterstates: false}\ntrain: {bootstrap: afterstate}\n"))
     assert lines == ["train.bootstrap: afterstate needs mcts.afterstates: true"]
-    assert load_params(write(tmp_path, "train: {bootstrap: afterstate}\n", "ok.yaml")).train.bootstrap == "afterstate"
+    ok = load_params(write(tmp_path, "train: {bootstrap: afterstate, luck_samples: 0}\n", "ok.yaml"))
+    assert ok.train.bootstrap == "afterstate"
 
 
-def test_luck_removal_needs_targets_that_hold_the_draws(tmp_path):
-    lines = problems(write(tmp_path, "train: {bootstrap: afterstate, luck_samples: 4}\n"))
-    assert lines == ["train.luck_samples needs train.bootstrap: position (a target bootstrapped at an afterstate "
-                     "holds no draw's luck)"]
-    assert load_params(write(tmp_path, "train: {luck_samples: 4}\n", "ok.yaml")).train.luck_samples == 4
+@pytest.mark.parametrize("text", ["train: {bootstrap: afterstate, luck_samples: 4}\n",
+                                  "train: {bootstrap: afterstate}\n"])  # the recipe's luck_samples is 4
+def test_luck_removal_needs_targets_that_hold_the_draws(tmp_path, text):
+    lines = problems(write(tmp_path, text))
+    assert lines == ["train.bootstrap: afterstate needs train.luck_samples: 0 (a target bootstrapped at an "
+                     "afterstate holds no draw's luck)"]
+    assert load_params(write(tmp_path, "train: {luck_samples: 2}\n", "ok.yaml")).train.luck_samples == 2
+    assert Params().train.luck_samples == 4
 
 
 def test_wrong_game_name(tmp_path):
@@ -254,26 +258,31 @@ def test_cli_params_prints_effective_yaml(tmp_path, monkeypatch):
     assert load_params(write(tmp_path, result.stdout, "echo.yaml")) == Params()
 
 
-@pytest.mark.parametrize("text, noted", [
-    ("game: {name: triangle}\nmcts: {simulations: 16}\n", True),  # written before the setting existed
-    ("game: {name: triangle}\nmcts: {afterstates: true}\n", False),
-    ("game: {name: triangle}\nmcts: {afterstates: false}\n", False),
-    ("game: {name: connect4}\n", False),  # no draws: the setting changes nothing
+AFTERSTATES = ("note: params.yaml leaves out mcts.afterstates, whose default became true on 2026-11-27, so this "
+               "project now runs on it; write 'afterstates: false' under mcts: to keep the old recipe")
+LUCK = ("note: params.yaml leaves out train.luck_samples, whose default became 4 on 2026-11-29, so this project "
+        "now runs on it; write 'luck_samples: 0' under train: to keep the old recipe")
+
+
+@pytest.mark.parametrize("text, notes", [
+    ("game: {name: triangle}\nmcts: {simulations: 16}\n", [AFTERSTATES, LUCK]),  # written before both existed
+    ("game: {name: triangle}\nmcts: {afterstates: true}\n", [LUCK]),
+    ("game: {name: triangle}\nmcts: {afterstates: false}\ntrain: {luck_samples: 0}\n", []),
+    ("game: {name: triangle}\nmcts: {afterstates: true}\ntrain: {luck_samples: 4}\n", []),
+    ("game: {name: connect4}\n", []),  # no draws: the settings change nothing
 ])
-def test_a_setting_whose_default_changed_is_noted_when_left_out(tmp_path, monkeypatch, text, noted):
-    """A params.yaml that leaves out a setting whose default changed since (mcts.afterstates)
-    runs on the new default; tri params (and tri loop) say so in one line, and how to keep the
-    old recipe."""
+def test_a_setting_whose_default_changed_is_noted_when_left_out(tmp_path, monkeypatch, text, notes):
+    """A params.yaml that leaves out a setting whose default changed since (mcts.afterstates,
+    train.luck_samples) runs on the new default; tri params (and tri loop) say so in one line
+    each, and how to keep the old recipe."""
     from tri.params_yaml import changed_defaults
 
     monkeypatch.chdir(tmp_path)
     write(tmp_path, text, "params.yaml")
     result = CliRunner().invoke(cli, ["params"])
     assert result.exit_code == 0, result.output
-    expected = ["note: params.yaml leaves out mcts.afterstates, whose default became true on 2026-11-27, so "
-                "this project now runs on it; write 'afterstates: false' under mcts: to keep the old recipe"]
-    assert result.stderr.splitlines() == (expected if noted else [])
-    assert changed_defaults(Path("params.yaml"), load_params("params.yaml")) == (expected if noted else [])
+    assert result.stderr.splitlines() == notes
+    assert changed_defaults(Path("params.yaml"), load_params("params.yaml")) == notes
 
 
 def test_cli_params_bad_file(tmp_path, monkeypatch):

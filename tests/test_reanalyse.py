@@ -93,15 +93,17 @@ def test_the_starting_networks_games_keep_their_targets(played):
 
 def test_training_reanalyses_the_older_folders(played, tmp_path):
     """The starting network played neither folder: the older one is reanalysed, the newest not;
-    started from the older folder's own player, nothing is."""
+    started from the older folder's own player, nothing is (reanalysis alone: no luck taken out,
+    which reads every folder)."""
     game, (older, newest) = played["game"], played["folders"]
+    params = with_section(SELFPLAY, "train", luck_samples=0)
     metrics, heard = tmp_path / "metrics.json", []
 
     def report(update):
         heard.append(update)
 
     report.every = 0.0  # hears every update (tri.progress)
-    result = train.run(SELFPLAY, played["root"] / "m2.pt", [older, newest], tmp_path / "c.pt", metrics=metrics,
+    result = train.run(params, played["root"] / "m2.pt", [older, newest], tmp_path / "c.pt", metrics=metrics,
                        progress=report)
     old_rows = len(read_positions(layout.shard_paths(older), game, ["move"]))
     assert result.reanalysed_positions == old_rows
@@ -110,9 +112,9 @@ def test_training_reanalyses_the_older_folders(played, tmp_path):
     folders = [u for u in heard if u.stage == "reanalyse"]  # the loop shows it before training's steps
     assert folders[-1].final and folders[-1].done == folders[-1].total == 1
     # The older folder's player: its games keep their search values.
-    same = train.run(SELFPLAY, played["root"] / "m0.pt", [older, newest], tmp_path / "d.pt")
+    same = train.run(params, played["root"] / "m0.pt", [older, newest], tmp_path / "d.pt")
     assert same.reanalysed_positions == 0 and same.reanalysed_change == 0
-    off = train.run(with_section(SELFPLAY, "train", reanalyse=False), played["root"] / "m2.pt",
+    off = train.run(with_section(params, "train", reanalyse=False), played["root"] / "m2.pt",
                     [older, newest], tmp_path / "e.pt")
     assert off.reanalysed_positions == 0
     assert load_checkpoint(tmp_path / "e.pt").model_id != result.model_id  # the targets differ, so does training

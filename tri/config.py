@@ -237,10 +237,10 @@ class TrainParams(BaseModel):
                                 "afterstate: the starting network's value of the afterstate of the last refill "
                                 "within reach (needs mcts.afterstates), so no draw after it moves the target; "
                                 "every game of the window is recomputed (tri.reanalyse)")
-    luck_samples: int = Field(0, ge=0, le=1024, description="games with draws (triangle): > 0 takes each refill's luck "
+    luck_samples: int = Field(4, ge=0, le=1024, description="games with draws (triangle): > 0 takes each refill's luck "
                               "out of the value targets that sum over it: the real draw's reward + discount * V less "
                               "the mean over this many other draws of the same move, V the starting network's "
-                              "(tri.luck: no bias, less spread; a forward pass per draw); 0: off")
+                              "(tri.luck: no bias, less spread; a forward pass per draw; README, line 40); 0: off")
     threads: int = Field(2, gt=0, le=1024, description="torch threads: part of the result (float summation "
                                                        "order); at most 1024, more than any machine has "
                                                        "cores")
@@ -309,8 +309,8 @@ class Params(BaseSettings):
         if self.train.bootstrap == "afterstate" and not self.mcts.afterstates:
             raise ValueError("train.bootstrap: afterstate needs mcts.afterstates: true")
         if self.train.bootstrap == "afterstate" and self.train.luck_samples:
-            raise ValueError("train.luck_samples needs train.bootstrap: position (a target bootstrapped at an "
-                             "afterstate holds no draw's luck)")
+            raise ValueError("train.bootstrap: afterstate needs train.luck_samples: 0 (a target bootstrapped at "
+                             "an afterstate holds no draw's luck)")
         return self
 
     @classmethod

@@ -87,6 +87,7 @@ def _comments(texts, indent: str) -> list[str]:
 # leaves the setting out runs on the new default: tri loop says so (:func:`changed_defaults`).
 CHANGED_DEFAULTS: dict[tuple[str, str], tuple[str, object, tuple[str, ...]]] = {
     ("mcts", "afterstates"): ("2026-11-27", False, ("triangle",)),
+    ("train", "luck_samples"): ("2026-11-29", 0, ("triangle",)),
 }
 
 
