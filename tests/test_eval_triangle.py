@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from tri.config import Runtime
 from tri.episodes import run_episodes
 from tri.errors import TriError
 from tri.evaluate import TriangleEval, eval_seeds, format_triangle, run, run_triangle
-from tri.evaluate.triangle import EVAL_DOMAIN, conditions
+from tri.evaluate.triangle import EVAL_DOMAIN, conditions, pool
 from tri.games.kinrow.connect4 import Connect4Game
 from tri.games.triangle.game import TriangleGame
 from tri.net import initial_checkpoint, save_checkpoint
@@ -216,6 +217,64 @@ def test_a_saved_baseline_that_does_not_fit_is_a_user_error(tmp_path):
     assert run_triangle(longer, "random", baseline=old, games=GAMES, seed=4, runtime=CPU).baseline == "greedy"
 
 
+def test_pooling_saved_results_is_one_evaluation_over_all_their_seeds(tmp_path):
+    """Results of the same two players on evaluation seeds 4 and 5 pool into the comparison of
+    the 12 seeds: means, intervals and counts over all of them, as one run of those seeds would
+    give (checked against the figures computed from the per-seed scores)."""
+    paths = [tmp_path / f"s{seed}.json" for seed in (4, 5)]
+    parts = [run_triangle(PARAMS, "random", baseline="greedy", games=GAMES, seed=seed, out=path, runtime=CPU)
+             for seed, path in zip((4, 5), paths)]
+    pooled = pool(paths, out=tmp_path / "pooled.json")
+    assert pooled.games == 2 * GAMES and pooled.pooled == [4, 5] and pooled.seed == 4
+    assert pooled.seeds == eval_seeds(4, GAMES).tolist() + eval_seeds(5, GAMES).tolist()
+    scores = np.array(parts[0].scores + parts[1].scores)
+    base = np.array(parts[0].baseline_scores + parts[1].baseline_scores)
+    assert pooled.scores == scores.tolist() and pooled.baseline_scores == base.tolist()
+    assert (pooled.mean, pooled.low, pooled.high) == mean_ci(scores)
+    assert (pooled.diff_mean, pooled.diff_low, pooled.diff_high) == mean_ci(scores - base)
+    assert pooled.wins == parts[0].wins + parts[1].wins and pooled.losses == parts[0].losses + parts[1].losses
+    assert pooled.diff_high - pooled.diff_low < max(p.diff_high - p.diff_low for p in parts)
+    assert (pooled.player, pooled.baseline, pooled.conditions) == ("random", "greedy", conditions(PARAMS))
+    assert format_triangle(pooled).splitlines()[0] == "triangle: 12 paired seeds (evaluation seeds 4, 5, pooled)"
+    assert json.loads((tmp_path / "pooled.json").read_text())["pooled"] == [4, 5]
+    # A pooled file pools or pairs no further: its seeds are no single evaluation's.
+    with pytest.raises(TriError, match=re.escape("already pooled (evaluation seeds 4, 5)")):
+        pool([tmp_path / "pooled.json", paths[0]])
+    with pytest.raises(TriError, match=re.escape("pooled from evaluation seeds 4, 5; pair with one of")):
+        run_triangle(PARAMS, "random", baseline=str(tmp_path / "pooled.json"), games=GAMES, seed=4, runtime=CPU)
+
+
+def test_results_that_do_not_pool_are_user_errors(tmp_path):
+    saved = tmp_path / "s4.json"
+    run_triangle(PARAMS, "random", baseline="greedy", games=GAMES, seed=4, out=saved, runtime=CPU)
+    record = json.loads(saved.read_text())
+
+    def variant(name: str, **changes) -> Path:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({**record, **changes}))
+        return path
+
+    five = tmp_path / "s5.json"
+    run_triangle(PARAMS, "random", baseline="greedy", games=GAMES, seed=5, out=five, runtime=CPU)
+    cases = [
+        ([saved], "give at least two saved results"),
+        ([saved, tmp_path / "missing.json"], "result " + str(tmp_path / "missing.json") + ": file not found"),
+        ([saved, saved], "evaluation seed 4 comes twice"),
+        ([saved, variant("other", baseline="random", seed=5, seeds=eval_seeds(5, GAMES).tolist())],
+         "compares random with random, " + str(saved) + " random with greedy: pool results of the same two"),
+        ([saved, variant("sims", player="mcts:x.pt:32", simulations=32, seed=5,
+                         seeds=eval_seeds(5, GAMES).tolist())], "mcts:x.pt:32 (32 simulations) with greedy"),
+        ([saved, variant("seeds", seed=5)], "its seeds are not those of evaluation seed 5"),
+        ([saved, variant("rules", conditions="0123456789abcdef", seed=5, seeds=eval_seeds(5, GAMES).tolist())],
+         "was played under other rules"),
+        ([saved, variant("half", scores=record["scores"][:3])], "do not hold 6 games each"),
+    ]
+    for paths, needle in cases:
+        with pytest.raises(TriError, match=re.escape(needle)):
+            pool(paths)
+    assert pool([saved, five]).games == 2 * GAMES
+
+
 # ---- the command ---------------------------------------------------------------------------------
 
 
@@ -241,6 +300,22 @@ def test_eval_triangle_command_prints_the_table_and_writes_json(project, one_tor
     saved = json.loads((project.parent / "r.json").read_text())
     assert (saved["player"], saved["baseline"], saved["games"], saved["seed"]) == ("random", "greedy", 4, 5)
     assert saved["seeds"] == eval_seeds(5, 4).tolist()
+
+
+def test_eval_pool_command_prints_the_pooled_table(project, one_torch_thread):
+    for seed in (5, 6):
+        result = CliRunner().invoke(main, ["eval", "triangle", "random", "--games", "3", "--seed", str(seed),
+                                           "--out", f"r{seed}.json", "--params", str(project)])
+        assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(main, ["eval", "pool", "r5.json", "r6.json", "--out", "both.json"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "triangle: 6 paired seeds (evaluation seeds 5, 6, pooled)" and lines[-1] == "wrote both.json"
+    assert json.loads((project.parent / "both.json").read_text())["games"] == 6
+    # Bad input: one line, exit 1, nothing written.
+    assert_clean_error(tri_cli("eval", "pool", "r5.json", "r5.json", "--out", "no.json", cwd=project.parent), 1,
+                       "evaluation seed 5 comes twice")
+    assert not (project.parent / "no.json").exists()
 
 
 def test_eval_triangle_command_errors_are_one_line(project):

@@ -15,6 +15,7 @@ from tri.evaluate import format_table, format_triangle, run_connect4, run_tictac
 from tri.evaluate.deaths import format_deaths, run_deaths
 from tri.evaluate.loss import format_loss
 from tri.evaluate.loss import run as run_loss
+from tri.evaluate.triangle import pool
 from tri.player_specs import parse_spec
 from tri.record.runs import log_evaluation
 
@@ -22,8 +23,8 @@ from tri.record.runs import log_evaluation
 @click.group("eval", cls=TriGroup)
 def eval_group() -> None:
     """Measure a player: against perfect play (connect4, tictactoe), or against a baseline on
-    seeds of its own (triangle), or how its triangle games end (deaths); or a network's loss on
-    held-out self-play (loss)."""
+    seeds of its own (triangle; pool joins such results on other seeds), or how its triangle games
+    end (deaths); or a network's loss on held-out self-play (loss)."""
 
 
 _SIMULATIONS_OPTION = click.option(
@@ -132,6 +133,21 @@ def eval_triangle(player: str, baseline: str, games: int, simulations: int | Non
     if out is not None:
         click.echo(f"wrote {out}")
     _track(params, f"eval-triangle {player} vs {baseline}", result, out)
+
+
+@eval_group.command("pool")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@_OUT_OPTION
+def eval_pool(results: tuple[Path, ...], out: Path | None) -> None:
+    """Pool saved tri eval triangle results (--out) of the same two players on different
+    evaluation seeds into one paired comparison: the table of tri eval triangle over all their
+    seeds (two results of 200 seeds give the interval of 400). Nothing plays.
+    """
+
+    result = pool(list(results), out=out)
+    click.echo(format_triangle(result))
+    if out is not None:
+        click.echo(f"wrote {out}")
 
 
 @eval_group.command("deaths")

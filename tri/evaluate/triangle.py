@@ -30,6 +30,10 @@ players measured in different runs (each against its own baseline) is one comman
 second. The file must hold at least ``games`` games of the same evaluation ``seed`` (its
 first ``games`` seeds are this evaluation's, checked), and, when it records them (files since
 2026-11-28), the same rules and ``arena.max_moves`` (:func:`conditions`).
+
+**Pooling** (:func:`pool`, ``tri eval pool``): saved results of the same two players on
+different evaluation seeds join into one comparison over all their seeds (200 + 200 seeds give
+the interval of 400), nothing played.
 """
 
 from __future__ import annotations
@@ -95,6 +99,29 @@ class _Saved(BaseModel):
     baseline_scores: list[float]
     baseline_steps: list[int]
     conditions: str = ""
+    pooled: list[int] = []
+
+
+def read_saved(path: str | Path, role: str) -> _Saved:
+    """The saved result (``tri eval triangle --out``) at ``path``, checked whole: a
+    :class:`~tri.errors.TriError` (one line, naming its ``role``) when it is missing, unreadable,
+    malformed, another game's, or its per-seed lists do not hold ``games`` games each."""
+    try:
+        saved = _Saved.model_validate_json(Path(path).read_bytes())
+    except FileNotFoundError:
+        raise TriError(f"{role} {path}: file not found") from None
+    except OSError as exc:
+        raise TriError(f"{role} {path}: cannot read it ({exc.strerror or exc})") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the file"
+        raise TriError(f"{role} {path}: not a saved tri eval triangle result ({where}: {first['msg']})") from None
+    if saved.game != "triangle":
+        raise TriError(f"{role} {path}: a result of the game {saved.game!r}, not 'triangle'")
+    per_seed = (saved.seeds, saved.scores, saved.steps, saved.baseline_scores, saved.baseline_steps)
+    if any(len(values) != saved.games for values in per_seed):
+        raise TriError(f"{role} {path}: its seeds, scores and steps do not hold {saved.games} games each")
+    return saved
 
 
 @dataclass(frozen=True)
@@ -130,21 +157,10 @@ def load_recorded(spec: str | Path, params: Params, seed: int, games: int, role:
     for name in SIDES:
         if path.lower().endswith(f".json:{name}"):
             path, side = path[: -len(name) - 1], name
-    try:
-        saved = _Saved.model_validate_json(Path(path).read_bytes())
-    except FileNotFoundError:
-        raise TriError(f"{role} {path}: file not found") from None
-    except OSError as exc:
-        raise TriError(f"{role} {path}: cannot read it ({exc.strerror or exc})") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the file"
-        raise TriError(f"{role} {path}: not a saved tri eval triangle result ({where}: {first['msg']})") from None
-    if saved.game != "triangle":
-        raise TriError(f"{role} {path}: a result of the game {saved.game!r}, not 'triangle'")
-    per_seed = (saved.seeds, saved.scores, saved.steps, saved.baseline_scores, saved.baseline_steps)
-    if any(len(values) != saved.games for values in per_seed):
-        raise TriError(f"{role} {path}: its seeds, scores and steps do not hold {saved.games} games each")
+    saved = read_saved(path, role)
+    if saved.pooled:
+        raise TriError(f"{role} {path}: pooled from evaluation seeds {', '.join(map(str, saved.pooled))}; "
+                       f"pair with one of the results it was pooled from")
     if saved.seed != seed:
         raise TriError(f"{role} {path} was played on evaluation seed {saved.seed}, not {seed} "
                        f"(use --seed {saved.seed})")
@@ -173,7 +189,9 @@ class TriangleEval:
     ``simulations``: a player's search budget (None without search), in each of ``trees`` trees
     per move (``baseline_trees``). ``player_file``, ``baseline_file``: the saved result a
     player's games were read from (:func:`load_recorded`), or None when it played.
-    ``conditions``: the rules and move cap the games were played under (:func:`conditions`)."""
+    ``conditions``: the rules and move cap the games were played under (:func:`conditions`).
+    ``pooled``: the evaluation seeds of the saved results :func:`pool` joined (``seed`` is then
+    the first; empty for one evaluation)."""
 
     game: str
     player: str
@@ -207,6 +225,7 @@ class TriangleEval:
     baseline_scores: list[float] = field(default_factory=list)
     steps: list[int] = field(default_factory=list)
     baseline_steps: list[int] = field(default_factory=list)
+    pooled: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -217,6 +236,27 @@ class TriangleEval:
     def metrics(self) -> dict[str, float]:
         """Flat ``{name: number}`` for a tracker (MLflow): the means, intervals, steps and counts."""
         return {key: float(getattr(self, key)) for key in METRICS}
+
+
+def paired(names, sims, trees, seed: int, seeds: list[int], scores, steps, fingerprint: str, *,
+           files=(None, None), pooled: list[int] | None = None) -> TriangleEval:
+    """The :class:`TriangleEval` of two players' per-seed ``scores`` and ``steps`` (a pair each, in
+    the order of ``seeds [N]``): means, intervals, the paired difference, wins, ties and losses.
+    ``names``, ``sims``, ``trees``, ``files``: the player's and the baseline's."""
+    scores = [np.asarray(side, dtype=np.float64) for side in scores]
+    diff = scores[0] - scores[1]
+    mean, low, high = mean_ci(scores[0])
+    b_mean, b_low, b_high = mean_ci(scores[1])
+    d_mean, d_low, d_high = mean_ci(diff)
+    return TriangleEval(
+        game="triangle", player=names[0], simulations=sims[0], baseline=names[1], baseline_simulations=sims[1],
+        games=len(seeds), seed=seed, mean=mean, low=low, high=high, mean_steps=float(np.mean(steps[0])),
+        baseline_mean=b_mean, baseline_low=b_low, baseline_high=b_high,
+        baseline_mean_steps=float(np.mean(steps[1])), diff_mean=d_mean, diff_low=d_low, diff_high=d_high,
+        wins=int((diff > TIE).sum()), ties=int((np.abs(diff) <= TIE).sum()), losses=int((diff < -TIE).sum()),
+        seeds=list(seeds), scores=scores[0].tolist(), baseline_scores=scores[1].tolist(), steps=list(steps[0]),
+        baseline_steps=list(steps[1]), trees=trees[0], baseline_trees=trees[1], baseline_file=files[1],
+        conditions=fingerprint, player_file=files[0], pooled=list(pooled or []))
 
 
 def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200, seed: int = 0,
@@ -271,24 +311,63 @@ def run_triangle(params: Params, player, *, baseline="greedy", games: int = 200,
             episodes = {k: play_one(game, ap, agents[k], seeds, m, k).games for k in live}
     for k, played in episodes.items():
         scores[k], steps[k] = np.array([g.score for g in played]), [g.steps for g in played]
-    diff = scores[0] - scores[1]
-    mean, low, high = mean_ci(scores[0])
-    b_mean, b_low, b_high = mean_ci(scores[1])
-    d_mean, d_low, d_high = mean_ci(diff)
-    result = TriangleEval(
-        game="triangle", player=names[0], simulations=sims[0], baseline=names[1], baseline_simulations=sims[1],
-        games=games, seed=seed, mean=mean, low=low, high=high, mean_steps=float(np.mean(steps[0])),
-        baseline_mean=b_mean, baseline_low=b_low, baseline_high=b_high,
-        baseline_mean_steps=float(np.mean(steps[1])), diff_mean=d_mean, diff_low=d_low, diff_high=d_high,
-        wins=int((diff > TIE).sum()), ties=int((np.abs(diff) <= TIE).sum()), losses=int((diff < -TIE).sum()),
-        seeds=seeds.tolist(), scores=scores[0].tolist(), baseline_scores=scores[1].tolist(), steps=steps[0],
-        baseline_steps=steps[1], trees=trees[0], baseline_trees=trees[1],
-        baseline_file=None if recorded[1] is None else recorded[1].path, conditions=conditions(params),
-        player_file=None if recorded[0] is None else recorded[0].path)
+    result = paired(names, sims, trees, seed, seeds.tolist(), scores, steps, conditions(params),
+                    files=[None if saved is None else saved.path for saved in recorded])
     result.seconds = time.perf_counter() - start
     if out is not None:
         atomic.write_text(out, result.to_json() + "\n")
     return result
+
+
+def pool(paths: list[str | Path], out: Path | None = None) -> TriangleEval:
+    """One paired comparison from saved results (``tri eval triangle --out``) of the same two
+    players on different evaluation seeds: their seeds, scores and steps joined in the order of
+    ``paths``, the means, intervals and counts computed again over all of them (so 200 + 200
+    seeds give the interval of 400). A :class:`~tri.errors.TriError` (one line) unless there are
+    at least two files, each one evaluation (not itself pooled) whose seeds are its evaluation
+    seed's, all of the same player and baseline (name, simulations and trees), on distinct
+    evaluation seeds, under the same rules and move cap (:func:`conditions`, where recorded).
+    Writes ``out`` (JSON) if given."""
+    if len(paths) < 2:
+        raise TriError("tri eval pool: give at least two saved results (tri eval triangle --out) to pool")
+    saved = [read_saved(path, "result") for path in paths]
+    first, where = saved[0], paths[0]
+    for path, one in zip(paths, saved):
+        if one.pooled:
+            raise TriError(f"result {path}: already pooled (evaluation seeds {', '.join(map(str, one.pooled))}); "
+                           f"pool the results it was made from")
+        if one.seeds != eval_seeds(one.seed, one.games).tolist():
+            raise TriError(f"result {path}: its seeds are not those of evaluation seed {one.seed}")
+        sides = (one.player, one.simulations, one.trees, one.baseline, one.baseline_simulations, one.baseline_trees)
+        if sides != (first.player, first.simulations, first.trees, first.baseline, first.baseline_simulations,
+                     first.baseline_trees):
+            raise TriError(f"result {path} compares {_who(one.player, one.simulations, one.trees)} with "
+                           f"{_who(one.baseline, one.baseline_simulations, one.baseline_trees)}, {where} "
+                           f"{_who(first.player, first.simulations, first.trees)} with "
+                           f"{_who(first.baseline, first.baseline_simulations, first.baseline_trees)}: "
+                           f"pool results of the same two players")
+        if one.conditions and first.conditions and one.conditions != first.conditions:
+            raise TriError(f"result {path} was played under other rules (game.triangle) or arena.max_moves "
+                           f"than {where}")
+    seeds = [one.seed for one in saved]
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        raise TriError(f"tri eval pool: evaluation seed {twice[0]} comes twice; pool results of different "
+                       f"evaluation seeds (tri eval triangle --seed)")
+    fingerprint = next((one.conditions for one in saved if one.conditions), "")
+    result = paired((first.player, first.baseline), (first.simulations, first.baseline_simulations),
+                    (first.trees, first.baseline_trees), first.seed, [s for one in saved for s in one.seeds],
+                    ([x for one in saved for x in one.scores], [x for one in saved for x in one.baseline_scores]),
+                    ([x for one in saved for x in one.steps], [x for one in saved for x in one.baseline_steps]),
+                    fingerprint, pooled=seeds)
+    if out is not None:
+        atomic.write_text(out, result.to_json() + "\n")
+    return result
+
+
+def _who(name: str, sims: int | None, trees: int) -> str:
+    """A player as results name it: ``name (N simulations x K trees)``."""
+    return f"{name} ({sims} simulations{f' x {trees} trees' if trees > 1 else ''})" if sims else name
 
 
 def format_triangle(result: TriangleEval) -> str:
@@ -296,8 +375,7 @@ def format_triangle(result: TriangleEval) -> str:
     difference with its interval, and the per-seed wins, ties and losses."""
 
     def label(name: str, sims: int | None, trees: int, role: str) -> str:
-        budget = f" ({sims} simulations{f' x {trees} trees' if trees > 1 else ''})" if sims else ""
-        return f"{name}{budget}{role}"
+        return f"{_who(name, sims, trees)}{role}"
 
     rows = [(label(result.player, result.simulations, result.trees,
                    f" (from {result.player_file})" if result.player_file else ""), result.mean, result.low,
@@ -309,7 +387,9 @@ def format_triangle(result: TriangleEval) -> str:
     width = max(len("player"), *(len(r[0]) for r in rows))
     intervals = [f"[{low:.2f}, {high:.2f}]" for _, _, low, high, _ in rows]
     iw = max(len("95% interval"), *map(len, intervals))
-    lines = [f"triangle: {result.games} paired seeds (evaluation seed {result.seed})",
+    which = (f"evaluation seeds {', '.join(map(str, result.pooled))}, pooled" if result.pooled
+             else f"evaluation seed {result.seed}")
+    lines = [f"triangle: {result.games} paired seeds ({which})",
              f"{'player':<{width}}  {'mean score':>10}  {'95% interval':>{iw}}  {'mean steps':>10}"]
     for (name, mean, _, _, steps), interval in zip(rows, intervals):
         lines.append(f"{name:<{width}}  {mean:>10.2f}  {interval:>{iw}}  {steps:>10.1f}")
