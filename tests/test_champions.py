@@ -78,9 +78,9 @@ def test_the_check_on_the_card_replays_to_the_same_figures(game):
 
 
 # Result fields that joined after some cards were measured (tri eval triangle's `baseline_file`
-# and `conditions`, 2026-11-28; `player_file`, 2026-11-28 later): a card written before them lacks
-# them, a replay has them.
-LATER_FIELDS = {"baseline_file", "conditions", "player_file"}
+# and `conditions`, 2026-11-28; `player_file`, 2026-11-28 later; `pooled`, 2026-11-30): a card
+# written before them lacks them, a replay has them.
+LATER_FIELDS = {"baseline_file", "conditions", "player_file", "pooled"}
 
 
 def assert_same(got, want, where="result"):
