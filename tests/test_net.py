@@ -448,7 +448,7 @@ def test_inference_net_computes_what_the_model_does(name):
     the model's policy logits and values up to float rounding, for random weights and BatchNorm
     statistics (a trained network's, not the initial zero heads), on a batch and on one
     position; and training the model afterwards leaves the snapshot as it was."""
-    from tri.net import InferenceNet
+    from tri.inference import InferenceNet
 
     game, model = _random_model(name, 0.3)
     fast = InferenceNet(model)
@@ -482,7 +482,7 @@ def test_bfloat16_snapshot_is_close_and_its_heads_stay_float32(name):
     """``mcts.precision: bfloat16``: the snapshot's convolutions in bfloat16 give the model's
     priors and values to within bfloat16's rounding (8 significant bits), the outputs are
     float32, and every evaluator that reads ``precision`` takes it."""
-    from tri.net import InferenceNet
+    from tri.inference import InferenceNet
 
     game, model = _random_model(name, 0.1)
     half = InferenceNet(model, dtype=torch.bfloat16)

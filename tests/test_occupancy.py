@@ -20,7 +20,8 @@ from tri import layout, train
 from tri.afterstates import afterstate_rows
 from tri.errors import TriError
 from tri.games.kinrow.connect4 import Connect4Game
-from tri.net import (InferenceNet, build_model, initial_checkpoint, load_checkpoint, save_checkpoint,
+from tri.inference import InferenceNet
+from tri.net import (build_model, initial_checkpoint, load_checkpoint, save_checkpoint,
                      started_checkpoint)
 from tri.occupancy import future_occupancy
 

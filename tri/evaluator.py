@@ -10,11 +10,12 @@ import torch
 from tri.device import resolve_precision
 from tri.errors import TriError
 from tri.games.base import Symmetry
-from tri.net import InferenceNet, PolicyValueNet, masked_policy
+from tri.inference import InferenceNet, StackedInferenceNet
+from tri.net import EnsembleNet, PolicyValueNet, masked_policy
 
 
-def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cpu", *, fast: bool = False,
-                   precision: str = "float32", symmetrize: bool = False, distinct: bool = False):
+def make_evaluator(model: PolicyValueNet | EnsembleNet, game, device: str | torch.device = "cpu", *,
+                   fast: bool = False, precision: str = "float32", symmetrize: bool = False, distinct: bool = False):
     """The search's ``evaluate(states [M, L]) -> (priors [M, A], legal [M, A], values [M])``:
     encode, one forward pass in inference mode on ``device`` (the model is moved there), masked
     softmax, decoded values. Whatever the device, the arrays come back as numpy on the CPU
@@ -31,10 +32,17 @@ def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cp
     the network once (:func:`distinct_rows`). A player's several trees (``determinizations``)
     differ only after their first refill, so about 40% of the triangle champion's evaluations
     repeat another tree's; the results are the same up to float rounding (a convolution's
-    kernel, and so its rounding, may change with the batch's size)."""
+    kernel, and so its rounding, may change with the batch's size).
+
+    An ensemble (:class:`~tri.net.EnsembleNet`, ``tri ensemble``) goes through a
+    :class:`~tri.inference.StackedInferenceNet` (whatever ``fast`` says): each member's priors and
+    values as above, then their mean over the members."""
     model = model.to(device).eval()
     precision = resolve_precision(precision, str(device))
-    if fast or precision != "float32":
+    members = len(model.members) if isinstance(model, EnsembleNet) else 1
+    if members > 1:
+        model = StackedInferenceNet(model, dtype=getattr(torch, precision)).to(device)
+    elif fast or precision != "float32":
         model = InferenceNet(model, dtype=getattr(torch, precision)).to(device)
     symmetries = _averaged_symmetries(game) if symmetrize else ()
 
@@ -54,14 +62,29 @@ def make_evaluator(model: PolicyValueNet, game, device: str | torch.device = "cp
         with torch.inference_mode():
             logits, value_out = model(torch.from_numpy(planes).to(device))
             values = model.value(value_out)
-            if symmetries:  # [(1 + S) * M, A]: each image's logits back on the position's actions
-                logits, values = _back_on_positions(logits, values, symmetries)
-            priors = masked_policy(logits, torch.from_numpy(legal).to(device).expand_as(logits))
-            if symmetries:
-                priors, values = priors.mean(dim=0), values.mean(dim=0)
+            legal_t = torch.from_numpy(legal).to(device)
+            if members == 1:
+                priors, values = _priors_values(logits, values, legal_t, symmetries)
+            else:  # [K, ...]: each member's, then their mean
+                each = [_priors_values(lg, v, legal_t, symmetries) for lg, v in zip(logits, values)]
+                priors = torch.stack([p for p, _ in each]).mean(dim=0)
+                values = torch.stack([v.float() for _, v in each]).mean(dim=0)
         return priors.cpu().numpy(), legal, values.float().cpu().numpy()
 
     return evaluate
+
+
+def _priors_values(logits: torch.Tensor, values: torch.Tensor, legal: torch.Tensor,
+                   symmetries: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+    """One network's ``logits [N, A]`` and ``values [N]`` for M positions (N = M, or (1 + S) M
+    with their images under the S ``symmetries``) and ``legal [M, A]`` -> ``priors [M, A]``
+    (masked softmax) and ``values [M]``, each averaged over the images."""
+    if symmetries:  # [(1 + S) * M, A]: each image's logits back on the position's actions
+        logits, values = _back_on_positions(logits, values, symmetries)
+    priors = masked_policy(logits, legal.expand_as(logits))
+    if symmetries:
+        priors, values = priors.mean(dim=0), values.mean(dim=0)
+    return priors, values
 
 
 def distinct_rows(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -195,7 +195,7 @@ def _identity(spec: PlayerSpec, s: _Setting) -> str:
         data = {}
     else:
         data = {"symmetrize": True}  # the network alone averages its images too
-    data |= {"kind": spec.kind, "model": load_checkpoint(spec.path, s.game).model_id, "device": s.device}
+    data |= {"kind": spec.kind, "model": load_checkpoint(spec.path, s.game, ensemble=True).model_id, "device": s.device}
     if spec.kind == "mcts":
         # One tree: the identity it had before trees existed, so kept results stay valid.
         if (trees := player_trees(spec, s.game, s.params.mcts, ap)) > 1:

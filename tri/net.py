@@ -22,7 +22,6 @@ the network: the game and its config, the network config, generation and provena
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import io
 import json
@@ -141,65 +140,26 @@ class PolicyValueNet(nn.Module):
         """``[B]`` values from the value head's output."""
         if self.num_players != 1:
             return value_out
-        expected = (torch.softmax(value_out, dim=1) * self.support).sum(dim=1)
+        expected = (torch.softmax(value_out, dim=-1) * self.support).sum(dim=-1)
         return h_inv(expected, self.params.support_eps)
 
 
-class InferenceNet(nn.Module):
-    """A search-only snapshot of a :class:`PolicyValueNet`: each BatchNorm folded into the
-    convolution before it (its running statistics and affine become the convolution's weight
-    and bias), weights in channels-last layout, and one plain forward with no module call per
-    layer. The same ``forward``/``value`` as the model up to float rounding (about 1e-7 on the
-    outputs: the folded weights round differently), and faster on a CPU (``tri bench search``
-    measures both at the same batch). A snapshot: training the model afterwards does not change
-    it. Self-play's searches use it (:func:`make_evaluator` with ``fast=True``), and so do a
-    single-player game's players (the arena's gate included) and players with several trees per
-    move (:func:`tri.players.player_evaluator`); a two-player game's one-tree players use the
-    model itself.
+class EnsembleNet(nn.Module):
+    """K networks of one shape as one player (``tri ensemble``; :mod:`tri.ensemble`):
+    ``forward(x [B, C, H, W]) -> (policy logits [K, B, A], value outputs [K, B, ...])``, each
+    member's own, and :meth:`value` -> ``[K, B]``. The search's evaluator averages the members'
+    masked priors and their values (:func:`tri.evaluator.make_evaluator`): a prediction
+    ensemble, not an average of weights. Search only: training takes one network."""
 
-    A batch of more than ``chunk`` positions goes through in pieces of ``chunk`` (the same
-    numbers up to float rounding: the convolution may pick another kernel for another batch
-    size): on this machine's CPU (2 MB of L2 cache per core) 64 positions' activations stay in
-    cache where 128's do not, and go about 1.1-1.3x faster per position.
-
-    ``dtype``: the convolutions' number format (``mcts.precision``). In ``torch.bfloat16`` the
-    trunk and the heads' 1x1 convolutions, nearly all the arithmetic, run in bfloat16 (inputs,
-    weights and activations rounded to 8 significant bits, sums kept in float32 by the
-    kernels); the heads' fully connected layers, the policy logits and the value stay float32."""
-
-    def __init__(self, model: PolicyValueNet, chunk: int = 64, dtype: torch.dtype = torch.float32):
+    def __init__(self, members: list[PolicyValueNet]):
         super().__init__()
-        self.dtype = dtype
-        self.chunk = chunk
-        from torch.nn.utils.fusion import fuse_conv_bn_eval
-
-        model = model.eval()
-        self.num_players, self.params = model.num_players, model.params
-        self.stem = fuse_conv_bn_eval(model.stem[0], model.stem[1])
-        self.blocks = nn.ModuleList(nn.ModuleList([fuse_conv_bn_eval(b.conv1, b.bn1), fuse_conv_bn_eval(b.conv2, b.bn2)])
-                                    for b in model.trunk)
-        self.policy_conv = fuse_conv_bn_eval(model.policy_head[0], model.policy_head[1])
-        self.policy_out = copy.deepcopy(model.policy_head[4])
-        self.value_conv = fuse_conv_bn_eval(model.value_head[0], model.value_head[1])
-        self.value_hidden, self.value_out = copy.deepcopy(model.value_head[4]), copy.deepcopy(model.value_head[6])
-        self.register_buffer("support", model.support.clone(), persistent=False)
-        self.to(memory_format=torch.channels_last)
-        for conv in (self.stem, *(c for pair in self.blocks for c in pair), self.policy_conv, self.value_conv):
-            conv.to(dtype)
-        self.eval()
+        self.members = nn.ModuleList(members)
+        self.params, self.num_players = members[0].params, members[0].num_players
+        self.register_buffer("support", members[0].support.clone(), persistent=False)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if x.shape[0] > self.chunk:
-            parts = [self.forward(x[i:i + self.chunk]) for i in range(0, x.shape[0], self.chunk)]
-            return torch.cat([p for p, _ in parts]), torch.cat([v for _, v in parts])
-        x = x.to(dtype=self.dtype, memory_format=torch.channels_last)
-        z = F.relu_(self.stem(x))  # in place: each activation is a fresh tensor nothing else holds
-        for conv1, conv2 in self.blocks:
-            y = conv2(F.relu_(conv1(z)))
-            z = F.relu_(y.add_(z))
-        policy = self.policy_out(F.relu_(self.policy_conv(z)).float().flatten(1))
-        v = self.value_out(F.relu_(self.value_hidden(F.relu_(self.value_conv(z)).float().flatten(1))))
-        return policy, (v if self.num_players == 1 else torch.tanh(v[:, 0]))
+        outs = [member(x) for member in self.members]
+        return torch.stack([p for p, _ in outs]), torch.stack([v for _, v in outs])
 
     value = PolicyValueNet.value
 
@@ -220,23 +180,31 @@ class Checkpoint:
 
     ``game``: the game's name; ``game_config``: its ``params.yaml`` section (a dict);
     ``net_params``; ``generation``; ``provenance``: free-form strings (git commit, parent model,
-    data hashes); ``optimizer``: optimizer state to continue training (may be empty).
+    data hashes); ``optimizer``: optimizer state to continue training (may be empty). ``model``
+    is an :class:`EnsembleNet` of ``net_params``-shaped members in an ensemble's checkpoint
+    (``tri ensemble``; its meta's ``members``: their number), which only a search plays.
     """
 
     game: str
     game_config: dict[str, Any]
     net_params: NetParams
     generation: int
-    model: PolicyValueNet
+    model: PolicyValueNet | EnsembleNet
     provenance: dict[str, str] = field(default_factory=dict)
     optimizer: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def members(self) -> int:
+        """The networks it holds: 1, or an ensemble's K."""
+        return len(self.model.members) if isinstance(self.model, EnsembleNet) else 1
 
     def meta(self) -> dict[str, Any]:
         net = self.net_params.model_dump(mode="json")
         if not net["occupancy_steps"]:  # no head: the bytes of checkpoints from before the setting
             del net["occupancy_steps"]
+        ensemble = {"members": self.members} if self.members > 1 else {}  # absent: one network's bytes as before
         return {"game": self.game, "game_config": self.game_config, "net_params": net,
-                "generation": self.generation, "provenance": self.provenance}
+                "generation": self.generation, "provenance": self.provenance, **ensemble}
 
     @property
     def model_id(self) -> str:
@@ -304,11 +272,14 @@ def save_checkpoint(ckpt: Checkpoint, path: str | Path) -> None:
     atomic.write_bytes(path, buffer.getvalue())
 
 
-def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.device = "cpu") -> Checkpoint:
+def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.device = "cpu",
+                    ensemble: bool = False) -> Checkpoint:
     """Read a checkpoint without executing pickled code. If ``game`` is given, the checkpoint
     must be for that game and config. Raises :class:`TriError` naming the problem. Its tensors
     land on the CPU (``map_location``), whatever device saved them, so a checkpoint loads on
-    any machine; a stage moves the network to its own device."""
+    any machine; a stage moves the network to its own device. ``ensemble``: an ensemble's
+    checkpoint (``tri ensemble``) is accepted, for a caller that only searches with it or
+    reads its id; otherwise it is refused, as training and growing need one network."""
     path = Path(path)
     if not path.is_file():
         raise TriError(f"checkpoint {path}: file not found")
@@ -325,6 +296,9 @@ def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.de
         meta = json.loads(payload["meta"])
         net_params = NetParams(**meta["net_params"])
         name, config, generation = meta["game"], meta["game_config"], int(meta["generation"])
+        members = int(meta.get("members", 1))
+        if members < 1:
+            raise ValueError(f"members: {members}")
     except Exception as exc:
         raise TriError(f"checkpoint {path}: damaged metadata ({type(exc).__name__}: {exc})") from None
     if game is not None:
@@ -336,8 +310,16 @@ def load_checkpoint(path: str | Path, game=None, *, map_location: str | torch.de
             ckpt_game = game_from_meta(name, config)
         except Exception as exc:  # unknown game, or a config its model rejects
             raise TriError(f"checkpoint {path}: cannot build its game ({_first_sentence(exc)})") from None
-    model = PolicyValueNet(ckpt_game.obs_shape, ckpt_game.num_actions, ckpt_game.num_players, net_params)
-    stem = payload["model"].get("stem.0.weight") if isinstance(payload.get("model"), dict) else None
+    if members > 1 and not ensemble:
+        raise TriError(f"checkpoint {path}: an ensemble of {members} networks (tri ensemble), which only a "
+                       f"player's search takes; this needs one network")
+
+    def network() -> PolicyValueNet:
+        return PolicyValueNet(ckpt_game.obs_shape, ckpt_game.num_actions, ckpt_game.num_players, net_params)
+
+    model = network() if members == 1 else EnsembleNet([network() for _ in range(members)])
+    first = "stem.0.weight" if members == 1 else "members.0.stem.0.weight"
+    stem = payload["model"].get(first) if isinstance(payload.get("model"), dict) else None
     if isinstance(stem, torch.Tensor) and stem.dim() == 4 and stem.shape[1] != ckpt_game.obs_shape[0]:
         raise TriError(f"checkpoint {path}: made for {stem.shape[1]} input planes, but this tri encodes "
                        f"{name} as {ckpt_game.obs_shape[0]} (a checkpoint of an earlier tri version)")

@@ -106,7 +106,7 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
         return UctAgent(game, spec.simulations, rng, name=spec.text)
     if spec.kind == "alphabeta":
         return AlphaBetaAgent(game, spec.simulations, name=spec.text)
-    ckpt = load_checkpoint(spec.path, game)
+    ckpt = load_checkpoint(spec.path, game, ensemble=True)
     search = spec.mcts or mcts
     if spec.kind == "net":
         return NetAgent(game, player_evaluator(ckpt.model, game, search, 1, device), spec.text)
@@ -119,7 +119,7 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
 def player_evaluator(model, game: Game, search: MctsParams, trees: int, device: str = "cpu"):
     """A player's evaluator, in ``search.precision``. A single-player game's player, and any
     player with several trees, searches through self-play's folded snapshot
-    (:class:`~tri.net.InferenceNet`; ``fast``): the same priors and values as the model itself
+    (:class:`~tri.inference.InferenceNet`; ``fast``): the same priors and values as the model itself
     up to float rounding, and about 1.7x as fast a call at a player's small batches (the
     triangle champion's median move on an AVX2 CPU: 67-71 ms against 106-138; its card's 200
     games replay seed for seed: README, Benchmarks). A two-player game's one-tree player (and

@@ -127,7 +127,7 @@ def _model_id(path: Path) -> str | None:
     from tri.net import load_checkpoint
 
     try:
-        return load_checkpoint(path).model_id if Path(path).is_file() else None
+        return load_checkpoint(path, ensemble=True).model_id if Path(path).is_file() else None
     except TriError:  # the pool restarts; the decision does not depend on it
         return None
 

@@ -36,7 +36,8 @@ import torch
 from tri import layout
 from tri.episodes import value_targets
 from tri.errors import TriError
-from tri.net import InferenceNet, PolicyValueNet
+from tri.inference import InferenceNet
+from tri.net import PolicyValueNet
 
 # Columns of the positions file :func:`reanalysed_targets` reads, beside ``state``.
 COLUMNS = ["game", "move", "reward", "value_target"]
@@ -46,7 +47,7 @@ _BATCH = 1024  # positions per forward pass (InferenceNet splits them into cache
 def network_values(model: PolicyValueNet, game, states: np.ndarray, dtype: torch.dtype,
                    device: str = "cpu") -> np.ndarray:
     """The value ``[P]`` (float64) of each packed state ``[P, L]`` by ``model`` alone (no search),
-    through an :class:`~tri.net.InferenceNet` snapshot in ``dtype`` on ``device`` (the model
+    through an :class:`~tri.inference.InferenceNet` snapshot in ``dtype`` on ``device`` (the model
     itself stays where it is)."""
     net = InferenceNet(model.eval(), dtype=dtype).to(device)
     out = np.empty(states.shape[0], np.float64)

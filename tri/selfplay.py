@@ -102,7 +102,7 @@ def play_shard(task: ShardTask, count=None, stop=None) -> ShardResult:
     out = Path(task.out)
     positions_file, games_file = layout.shard_path(out, task.shard), layout.games_path(out, task.shard)
     game = make_game(params.game)
-    ckpt = load_checkpoint(task.model, game)
+    ckpt = load_checkpoint(task.model, game, ensemble=True)
     key = _task_key(task, ckpt.model_id)
     if games_file.exists() and shard_key(positions_file) == key:
         return _reused(task, positions_file, games_file)
@@ -240,7 +240,7 @@ def shard_tasks(params: Params, model: Path, out: Path, *, generation: int | Non
     device = resolve_device(Runtime().device if device is None else device)
     game = make_game(params.game)
     check_memory(params, game)  # before the seeds, the checkpoint, the folder
-    model_generation = load_checkpoint(model, game).generation  # fails early on a bad checkpoint
+    model_generation = load_checkpoint(model, game, ensemble=True).generation  # fails early on a bad checkpoint
     generation = model_generation if generation is None else generation
     sp = params.selfplay
     seeds = game_seeds(sp.seed, generation, sp.games)

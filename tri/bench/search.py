@@ -8,7 +8,7 @@ worker; the network on the device ``TRI_DEVICE`` resolves to, named in the repor
 
 - self-play: simulations per second and positions per second of the search with the params'
   ``mcts`` and network, ``selfplay.concurrent`` games in flight (the batch of every network call),
-  through self-play's :class:`~tri.net.InferenceNet` snapshot in ``mcts.precision``, and, on the
+  through self-play's :class:`~tri.inference.InferenceNet` snapshot in ``mcts.precision``, and, on the
   same seeds in turns, through the float32 eager model as before it (the old path): their ratio
   is the speed-up;
 - network only: forward evaluations per second of the snapshot and of the eager model at the
@@ -44,7 +44,8 @@ from tri.config import Params, Runtime
 from tri.device import resolve_device, resolve_precision, synchronize, torch_threads
 from tri.evaluator import make_evaluator
 from tri.games import make_game
-from tri.net import InferenceNet, build_model
+from tri.inference import InferenceNet
+from tri.net import build_model
 from tri.players import player_evaluator, trees_per_move
 from tri.search import search
 

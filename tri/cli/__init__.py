@@ -24,6 +24,7 @@ COMMANDS = {
     "eval": ("tri.cli.evaluate:eval_group", "Measure a player: against perfect play, or greedy (triangle)."),
     "ladder": ("tri.cli.ladder:ladder_cmd", "Rank players: ratings with intervals (two-player), paired means (triangle)."),
     "champions": ("tri.cli.champions:champions_group", "The trained agents tri ships, and publishing one."),
+    "ensemble": ("tri.cli.ensemble:ensemble_cmd", "Combine trained networks into one player that averages them."),
     "curve": ("tri.cli.project:curve_cmd", "Plot the arena mean score per generation."),
     "init": ("tri.cli.stages:init_cmd", "Stage: write a fresh generation-0 network."),
     "selfplay": ("tri.cli.stages:selfplay_cmd", "Stage: play games with search into Parquet shards."),
