@@ -45,8 +45,9 @@ def test_every_game_ships_a_champion():
 def test_the_shipped_champion_matches_its_card(game):
     path, card = champions.champion(game, SHIPPED)  # checks the sha256
     assert path.stat().st_size < 10 * 2**20  # a small file, in git
-    ckpt = load_checkpoint(path)  # weights_only=True
+    ckpt = load_checkpoint(path, ensemble=bool(card.members))  # weights_only=True
     assert ckpt.game == game and ckpt.model_id == card.model_id and ckpt.generation == card.generation
+    assert ckpt.members == max(1, len(card.members))
     assert not ckpt.optimizer
     assert (SHIPPED / f"{game}.md").read_text() == render_card(card)
     # Trained with the game's recipe: `tri new DIR --game GAME` writes these very params (a recipe's
@@ -63,7 +64,10 @@ def test_the_shipped_champion_matches_its_card(game):
         kept = getattr(recipe, section).model_copy(update={setting: getattr(getattr(params, section), setting)})
         recipe = recipe.model_copy(update={section: kept})
     assert params == recipe
-    assert card.training.tag == f"tri/gen-{card.generation:04d}"
+    for member in card.members or [card]:  # an ensemble (tri ensemble): each network's own training
+        assert member.training.tag == f"tri/gen-{member.generation:04d}"
+    if card.members:
+        assert card.training == card.members[0].training and card.generation == max(m.generation for m in card.members)
     assert [e.command for e in card.evaluations] == [c for _, c in EVALUATIONS[game]]
     assert card.check.command == CHECKS[game][1]
 
@@ -313,3 +317,32 @@ def test_a_card_names_the_network_its_project_went_on_from(tmp_path):
     assert _started_from(project, "tictactoe") == " --from champion"
     other = save_model(layout.start_path(project), Params(game=GameParams(name="tictactoe"), net=TINY_NET))
     assert _started_from(project, "tictactoe") == f" --from models/start.pt (model {other.model_id})"
+
+
+def test_an_ensemble_card_lists_its_members(tmp_path, monkeypatch):
+    """An ensemble champion's card (``tri champions publish --join`` or several ``--project``):
+    each member's training in the Markdown and in ``tri champions``."""
+    from tri.champions import Member
+
+    folder = tmp_path / "champions"
+    card = tiny_champion(folder, "tictactoe")
+    other = card.training.model_copy(update={"tag": "tri/gen-0009", "project": "tri new q --game tictactoe"})
+    card = card.model_copy(update={"members": [Member(model_id=card.model_id, generation=7, training=card.training),
+                                               Member(model_id="f" * 16, generation=9, training=other)]})
+    text = render_card(card)
+    assert "An ensemble of 2 networks" in text and "### Member 2: generation 9" in text
+    assert "`tri new q --game tictactoe`" in text and "tri/gen-0009" in text
+    (folder / "tictactoe.json").write_text(card.model_dump_json())
+    monkeypatch.setenv("TRI_CHAMPIONS", str(folder))
+    listed = subprocess.run([sys.executable, "-m", "tri.cli", "champions"], capture_output=True, text=True,
+                            timeout=60)
+    assert "an ensemble of 2 networks (generations 7, 9)" in listed.stdout, listed.stderr
+
+
+def test_publish_asks_each_setting_once_per_project(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "tri.cli", "champions", "publish", "triangle", "--project", a,
+                           "--project", b, "--loop", "l", "--tri-commit", "c", "--tri-commit", "d"],
+                          capture_output=True, text=True, timeout=60)
+    assert_clean_error(proc, 1, "2 --project but --loop 1 times")

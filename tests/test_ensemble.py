@@ -172,3 +172,15 @@ def test_one_networks_checkpoint_bytes_do_not_change(tmp_path):
     assert "members" not in ckpt.meta() and ckpt.members == 1
     assert load_checkpoint(tmp_path / "one.pt", game).model_id == ckpt.model_id
     assert build_model(game, PARAMS.net).state_dict().keys() == ckpt.model.state_dict().keys()
+
+
+def test_a_project_goes_on_from_an_ensembles_first_network(tmp_path):
+    for k in range(2):
+        trained_looking(tmp_path / f"m{k}.pt", TICTACTOE, seed=k + 1)
+    save_checkpoint(make_ensemble([tmp_path / "m0.pt", tmp_path / "m1.pt"]), tmp_path / "ens.pt")
+    proc = tri_cli("new", tmp_path / "p", "--game", "tictactoe", "--from", tmp_path / "ens.pt", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    first = load_checkpoint(tmp_path / "m0.pt").model_id
+    assert f"its first network (model id {first})" in proc.stdout
+    start = load_checkpoint(tmp_path / "p" / "models" / "start.pt")  # one network: no ensemble=True
+    assert start.model_id == first

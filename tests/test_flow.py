@@ -325,6 +325,29 @@ def test_a_two_player_game_goes_through_the_same_flow(prefect_server, tmp_path):
     with pytest.raises(TriError, match="'depth' is not an mcts setting"):
         remeasure("tictactoe", search={"depth": 3}, folder=folder)
     assert champion("tictactoe", folder)[1] == again
+    # A later generation joins it as an ensemble (tri ensemble): the shipped network first, with
+    # its card's training, search and budget; both networks' trainings on the card.
+    from tri.champions import Member
+    from tri.net import load_checkpoint
+    from tri.record.publish import Source, publish_ensemble
+
+    assert run_generations(root, params, 1, tracking=True)[0]["promoted"]
+    both = publish_ensemble("tictactoe", [Source(root, "tri loop --generations 1 (twice)", "test")], join=True,
+                            folder=folder, echo=lambda line: None)
+    assert [m.generation for m in both.members] == [1, 2] and both.generation == 2
+    assert both.members[0] == Member(model_id=card.model_id, generation=1, training=card.training)
+    assert both.members[1].training.tag == "tri/gen-0002" and both.members[1].training.generations == 2
+    assert (both.search, both.simulations, both.params, both.training) == (again.search, 5, card.params, card.training)
+    shipped = load_checkpoint(folder / "tictactoe.pt", ensemble=True)
+    assert shipped.members == 2 and shipped.model_id == both.model_id != card.model_id
+    assert champion("tictactoe", folder)[1] == both and "An ensemble of 2 networks" in render_card(both)
+    assert [e.result["game"] for e in both.evaluations] == ["tictactoe"] * 3
+    with pytest.raises(TriError, match="given twice"):  # generation 2 is in it already
+        publish_ensemble("tictactoe", [Source(root, "l", "c", 2)], join=True, folder=folder, echo=lambda line: None)
+    with pytest.raises(TriError, match="at least two networks"):
+        publish_ensemble("tictactoe", [Source(root, "l", "c")], folder=folder)
+    assert champion("tictactoe", folder)[1] == both
+    assert sorted(p.name for p in folder.iterdir()) == ["tictactoe.json", "tictactoe.md", "tictactoe.pt"]
 
 
 @pytest.mark.parametrize("name, moves, repro", [("gobang", 81, True), ("othello", 40, False),

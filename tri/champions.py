@@ -47,6 +47,14 @@ class Training(_Frozen):
     machine: str = Field(description="the machine it trained on")
 
 
+class Member(_Frozen):
+    """One network of an ensemble champion (``tri ensemble``): its model id, generation, training."""
+
+    model_id: str = Field(description="content hash of the member's weights as its project promoted them")
+    generation: int = Field(ge=0)
+    training: Training
+
+
 class Evaluation(_Frozen):
     """One measurement: the command, run from the checkout's root, and what it printed/wrote."""
 
@@ -75,7 +83,11 @@ class ChampionCard(_Frozen):
     search: dict = Field(default_factory=dict, description="mcts settings the champion plays with where they "
                                                            "differ from the params (its training), e.g. "
                                                            "{'solver': true}")
-    training: Training
+    training: Training = Field(description="how it was trained (an ensemble: its first member)")
+    members: list[Member] = Field(default_factory=list,
+                                  description="an ensemble champion's networks, in its checkpoint's order, each "
+                                              "with its training (generation: the latest member's); empty for "
+                                              "one network")
     evaluations: list[Evaluation]
     check: Evaluation = Field(description="a small slice of the evaluations that the tests replay")
     notes: list[str] = Field(default_factory=list)
@@ -189,12 +201,7 @@ def render_card(card: ChampionCard) -> str:
         "",
         "## Training",
         "",
-        f"- project: `{t.project}`, trained with `{t.loop}`",
-        (f"- tag `{t.tag}` (project commit `{t.project_commit}`; `dvc repro` there re-creates it), "
-         f"tri commit `{t.tri_commit}`"),
-        f"- {t.generations} generations, {t.promoted} promoted, {t.wall_minutes:.0f} minutes of generations",
-        f"- machine: {t.machine}",
-        "",
+        *(_training_lines(t) if not card.members else _members_lines(card.members)),
         "## Evaluations",
         "",
     ]
@@ -206,6 +213,24 @@ def render_card(card: ChampionCard) -> str:
         lines += ["## Notes", ""] + [f"- {n}" for n in card.notes] + [""]
     lines += ["## Params", "", "```json", json.dumps(card.params, indent=1), "```", ""]
     return "\n".join(lines)
+
+
+def _training_lines(t: Training) -> list[str]:
+    return [f"- project: `{t.project}`, trained with `{t.loop}`",
+            (f"- tag `{t.tag}` (project commit `{t.project_commit}`; `dvc repro` there re-creates it), "
+             f"tri commit `{t.tri_commit}`"),
+            f"- {t.generations} generations, {t.promoted} promoted, {t.wall_minutes:.0f} minutes of generations",
+            f"- machine: {t.machine}", ""]
+
+
+def _members_lines(members: list[Member]) -> list[str]:
+    lines = [f"An ensemble of {len(members)} networks (`tri ensemble`): its search averages their priors and "
+             f"values at every position it evaluates. Each was trained as below (a project that went on from "
+             f"another network says so: its minutes are its own generations').", ""]
+    for k, m in enumerate(members, start=1):
+        lines += [f"### Member {k}: generation {m.generation}, model id `{m.model_id}`", "",
+                  *_training_lines(m.training)]
+    return lines
 
 
 def _summary(result: dict) -> str:

@@ -34,46 +34,76 @@ def champions_group(ctx: click.Context) -> None:
         card = champions.load_card(game, folder)
         t = card.training
         trees = f" x {card.determinizations} trees" if card.determinizations > 1 else ""
-        click.echo(f"  {game:<10} generation {card.generation}, {card.simulations} simulations{trees}, "
-                   f"{t.wall_minutes:.0f} minutes of training ({t.tag}); card: {folder / (game + '.md')}")
+        if card.members:
+            made = (f"an ensemble of {len(card.members)} networks (generations "
+                    f"{', '.join(str(m.generation) for m in card.members)}), {card.simulations} simulations{trees}")
+        else:
+            made = (f"generation {card.generation}, {card.simulations} simulations{trees}, "
+                    f"{t.wall_minutes:.0f} minutes of training ({t.tag})")
+        click.echo(f"  {game:<10} {made}; card: {folder / (game + '.md')}")
 
 
 @champions_group.command("publish")
 @click.argument("game", type=click.Choice(GAMES))
-@click.option("--project", type=click.Path(file_okay=False, exists=True, path_type=Path), required=True,
-              help="The tri new project that trained it (git + DVC, trained with tri loop).")
-@click.option("--loop", "loop_command", required=True,
+@click.option("--project", "projects", multiple=True, required=True,
+              type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="The tri new project that trained it (git + DVC, trained with tri loop). Repeat it for an "
+                   "ensemble of several projects' networks (tri ensemble), with --loop and --tri-commit "
+                   "(and --generation, if given) once per --project, in the same order.")
+@click.option("--loop", "loop_commands", multiple=True, required=True,
               help="The tri loop command(s) that trained it, for the card.")
-@click.option("--tri-commit", required=True, help="The tri commit(s) it was trained with, for the card.")
-@click.option("--generation", type=click.IntRange(1), default=None,
+@click.option("--tri-commit", "tri_commits", multiple=True, required=True,
+              help="The tri commit(s) it was trained with, for the card.")
+@click.option("--generation", "generations", type=click.IntRange(1), multiple=True,
               help="A promoted generation (default: the last promoted).")
+@click.option("--join", is_flag=True,
+              help="Add the project's network to the shipped champion's, as an ensemble whose search averages "
+                   "them (tri ensemble), instead of replacing it; it plays with the shipped card's search.")
 @click.option("--simulations", type=click.IntRange(1), default=None,
-              help="Its search budget (default: the project's arena.simulations).")
+              help="Its search budget (default: the project's arena.simulations; with --join the card's).")
 @click.option("--determinizations", type=click.IntRange(1, 1024), default=None,
               help="Its trees per move, each on its own sampled future (games with chance; default: the "
-                   "project's arena.determinizations).")
+                   "project's arena.determinizations; with --join the card's).")
 @click.option("--search", "search", multiple=True, metavar="KEY=VALUE",
               help="An mcts setting it plays with over the project's (repeatable), e.g. solver=true; "
                    "written on the card. Without precision=..., it plays in float32 (bfloat16 gives other "
                    "bits where a CPU emulates it than where it computes it natively).")
 @click.option("--note", "notes", multiple=True, help="A line for the card's notes (repeatable).")
-def publish_cmd(game: str, project: Path, loop_command: str, tri_commit: str, generation: int | None,
-                simulations: int | None, determinizations: int | None, search: tuple[str, ...],
-                notes: tuple[str, ...]) -> None:
+def publish_cmd(game: str, projects: tuple[Path, ...], loop_commands: tuple[str, ...], tri_commits: tuple[str, ...],
+                generations: tuple[int, ...], join: bool, simulations: int | None, determinizations: int | None,
+                search: tuple[str, ...], notes: tuple[str, ...]) -> None:
     """Make PROJECT's best network the champion of GAME: the checkpoint, and a model card whose
-    figures come from the evaluation commands written on it (run here, from this checkout)."""
-    from tri.record.publish import publish  # imports torch and MLflow: only for this command
+    figures come from the evaluation commands written on it (run here, from this checkout). Several
+    --project, or --join, publish an ensemble of their networks."""
+    counts = {"--loop": len(loop_commands), "--tri-commit": len(tri_commits)}
+    if generations:
+        counts["--generation"] = len(generations)
+    wrong = [f"{name} {n} times" for name, n in counts.items() if n != len(projects)]
+    if wrong:
+        raise TriError(f"tri champions publish: {len(projects)} --project but {', '.join(wrong)}; give each once "
+                       f"per --project, in the same order")
+    from tri.record.publish import Source, publish, publish_ensemble  # imports torch and MLflow: only here
 
+    sources = [Source(p, loop, commit, generations[k] if generations else None)
+               for k, (p, loop, commit) in enumerate(zip(projects, loop_commands, tri_commits))]
     try:
         with stop_on_signals():  # Ctrl-C or SIGTERM: the staging folder goes, nothing is published
-            card = publish(game, project, loop=loop_command, tri_commit=tri_commit, generation=generation,
-                           simulations=simulations, determinizations=determinizations,
-                           search=_settings(search), notes=notes, echo=click.echo)
+            if len(sources) == 1 and not join:
+                s = sources[0]
+                card = publish(game, s.project, loop=s.loop, tri_commit=s.tri_commit, generation=s.generation,
+                               simulations=simulations, determinizations=determinizations,
+                               search=_settings(search), notes=notes, echo=click.echo)
+            else:
+                card = publish_ensemble(game, sources, join=join, simulations=simulations,
+                                        determinizations=determinizations,
+                                        search=_settings(search) if search else None, notes=notes,
+                                        echo=click.echo)
     except KeyboardInterrupt:
         click.echo("tri champions publish: stopped; nothing was published", err=True)
         raise click.exceptions.Exit(130) from None
     folder = champions.champions_dir()
-    click.echo(f"published {folder / card.checkpoint} (generation {card.generation}); card {folder / (game + '.md')}")
+    what = f"an ensemble of {len(card.members)} networks" if card.members else f"generation {card.generation}"
+    click.echo(f"published {folder / card.checkpoint} ({what}); card {folder / (game + '.md')}")
 
 
 @champions_group.command("remeasure")

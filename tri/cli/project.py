@@ -5,6 +5,7 @@ Prefect flows, stopped cleanly by Ctrl-C or SIGTERM) and ``tri curve`` (the lear
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -15,7 +16,8 @@ from tri.cli.common import PARAMS_OPTION, stop_on_signals
 from tri.config import Runtime, load_params, project_params, recipe_params
 from tri.errors import TriError
 from tri.games import DEFAULT_GAME, GAMES, make_game
-from tri.net import load_checkpoint
+from tri.ensemble import members_of
+from tri.net import load_checkpoint, save_checkpoint
 from tri.params_yaml import changed_defaults, describe_params, dump_params
 from tri.record import stores, versioning
 from tri.record.project import new_project
@@ -56,10 +58,17 @@ def new_cmd(folder: Path, game_name: str, source: str | None) -> None:
     params, start = recipe_params(game_name), None
     if source is not None:
         start = champion(game_name)[0] if source in ("champion", f"champion:{game_name}") else Path(source)
-        ckpt = load_checkpoint(start, make_game(params.game))
+        ckpt = load_checkpoint(start, make_game(params.game), ensemble=True)
         params = params.model_copy(update={"net": ckpt.net_params.model_copy(update={"seed": params.net.seed})})
-    root = new_project(folder, params, start=start)
-    began = f", generation 0 from {source} (model id {ckpt.model_id})" if source is not None else ""
+    with tempfile.TemporaryDirectory() as tmp:
+        member = ""
+        if start is not None and ckpt.members > 1:  # training takes one network: an ensemble's first
+            ckpt = members_of(ckpt)[0]
+            start = Path(tmp) / "start.pt"
+            save_checkpoint(ckpt, start)
+            member = ", its first network"
+        root = new_project(folder, params, start=start)
+    began = f", generation 0 from {source}{member} (model id {ckpt.model_id})" if source is not None else ""
     click.echo(f"created {root}: a project for {game_name} (params.yaml: its measured recipe{began}); "
                f"next: tri loop --root {folder} --generations 1")
 

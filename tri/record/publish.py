@@ -31,16 +31,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from tri import atomic, layout
 from tri.atomic import sha256
-from tri.champions import (ChampionCard, Evaluation, Training, card_path, champion, champions_dir, play_search,
-                           render_card)
+from tri.champions import (ChampionCard, Evaluation, Member, Training, card_path, champion, champions_dir,
+                           play_search, render_card)
 from tri.config import MctsParams, Params, project_params
 from tri.errors import TriError
 from tri.games import make_game
-from tri.net import load_checkpoint, save_checkpoint
+from tri.ensemble import ensemble_of, members_of
+from tri.net import Checkpoint, load_checkpoint, save_checkpoint
 from tri.players import trees_per_move
 from tri.record import mlstore
 from tri.record.outputs import GENERATION_SECONDS, read_metric
@@ -131,14 +133,8 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
         raise TriError(f"{project}: trains {params.game.name}, not {game}")
     search = _in_float32(params.mcts, search or {})
     play = play_search(params.mcts, search)  # checked before anything runs
-    log = _promotions(project)
-    generation, entry = _promotion(project, log, generation, tagged=_tags(project))
-    source = layout.candidate_path(project, generation)
-    ckpt = load_checkpoint(source if source.is_file() else layout.best_path(project))
-    if ckpt.model_id != entry["model_id"]:
-        raise TriError(f"{source}: model {ckpt.model_id}, but the promotion log says {entry['model_id']}")
-    training = _training(project, game, log, generation, loop, tri_commit, folder)
-    ckpt.optimizer = {}
+    ckpt, training = _network(game, Source(project, loop, tri_commit, generation), folder)
+    generation = ckpt.generation
     card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256="0" * 64, model_id=ckpt.model_id,
                         generation=generation, simulations=simulations or params.arena.simulations,
                         determinizations=_trees(params, play, determinizations or params.arena.determinizations),
@@ -146,6 +142,80 @@ def publish(game: str, project: Path, *, loop: str, tri_commit: str, generation:
                         evaluations=[], check=Evaluation(title="pending", command="", result={}),
                         notes=list(notes))
     return _measure(card, folder, lambda path: save_checkpoint(ckpt, path), echo)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A project's network for :func:`publish_ensemble`: ``project``, the ``loop`` command(s)
+    and ``tri_commit`` that trained it (for the card), a promoted ``generation`` (None: the last)."""
+
+    project: Path
+    loop: str
+    tri_commit: str
+    generation: int | None = None
+
+
+def publish_ensemble(game: str, sources: list[Source], *, join: bool = False, simulations: int | None = None,
+                     determinizations: int | None = None, search: dict | None = None,
+                     notes: tuple[str, ...] = (), folder: Path | None = None, echo=print) -> ChampionCard:
+    """Publish an ensemble (:mod:`tri.ensemble`) as the champion of ``game``: the network of each
+    of ``sources`` (as :func:`publish` takes one), after the shipped champion's own network or
+    networks with ``join``. The card lists every member's training (the shipped card's for its
+    members). With ``join`` it plays with the shipped card's params, search and budget unless
+    ``simulations``, ``determinizations`` or ``search`` say otherwise; without, with the first
+    project's, as :func:`publish`. Raises :class:`TriError`."""
+    folder = Path(folder or champions_dir())
+    if game not in EVALUATIONS:
+        raise TriError(f"tri champions publish: no evaluations defined for {game}")
+    if len(sources) + join < 2:
+        raise TriError("an ensemble takes at least two networks: more than one --project, or --join")
+    for source in sources:
+        if project_params(Path(source.project).resolve()).game.name != game:
+            raise TriError(f"{source.project}: does not train {game}")
+    if join:
+        path, shipped = champion(game, folder)
+        params = Params(**shipped.params)
+        search = shipped.search if search is None else _in_float32(params.mcts, search)
+        simulations, asked = simulations or shipped.simulations, determinizations or shipped.determinizations
+    else:
+        params = project_params(Path(sources[0].project).resolve())
+        search = _in_float32(params.mcts, search or {})
+        simulations = simulations or params.arena.simulations
+        asked = determinizations or params.arena.determinizations
+    play = play_search(params.mcts, search)  # checked before anything runs
+    networks, members, names = [], [], []
+    if join:
+        held = shipped.members or [Member(model_id=shipped.model_id, generation=shipped.generation,
+                                          training=shipped.training)]
+        networks += members_of(load_checkpoint(path, ensemble=True), [m.generation for m in held])
+        members += held
+        names += [f"the shipped champion's network {k + 1}" for k in range(len(held))]
+    for source in sources:
+        ckpt, training = _network(game, source, folder)
+        networks.append(ckpt)
+        members.append(Member(model_id=ckpt.model_id, generation=ckpt.generation, training=training))
+        names.append(f"{source.project} generation {ckpt.generation}")
+    ckpt = ensemble_of(networks, names)
+    card = ChampionCard(game=game, checkpoint=f"{game}.pt", sha256="0" * 64, model_id=ckpt.model_id,
+                        generation=ckpt.generation, simulations=simulations,
+                        determinizations=_trees(params, play, asked), params=params.model_dump(mode="json"),
+                        search=search, training=members[0].training, members=members, evaluations=[],
+                        check=Evaluation(title="pending", command="", result={}), notes=list(notes))
+    return _measure(card, folder, lambda staged: save_checkpoint(ckpt, staged), echo)
+
+
+def _network(game: str, source: Source, folder: Path | None) -> tuple[Checkpoint, Training]:
+    """The network of ``source``'s promoted generation, checked against the project's promotion
+    log, without its optimizer state, and how it was trained."""
+    project = Path(source.project).resolve()
+    log = _promotions(project)
+    generation, entry = _promotion(project, log, source.generation, tagged=_tags(project))
+    candidate = layout.candidate_path(project, generation)
+    ckpt = load_checkpoint(candidate if candidate.is_file() else layout.best_path(project))
+    if ckpt.model_id != entry["model_id"]:
+        raise TriError(f"{candidate}: model {ckpt.model_id}, but the promotion log says {entry['model_id']}")
+    ckpt.optimizer, ckpt.generation = {}, generation  # (the generation its file says, as checked by its id)
+    return ckpt, _training(project, game, log, generation, source.loop, source.tri_commit, folder)
 
 
 def remeasure(game: str, *, simulations: int | None = None, determinizations: int | None = None,
@@ -290,10 +360,15 @@ def _started_from(project: Path, game: str, folder: Path | None = None) -> str:
         return ""
     model_id = load_checkpoint(start).model_id
     try:
-        shipped = champion(game, folder)[1].model_id
+        card = champion(game, folder)[1]
     except TriError:  # no champion shipped for the game
-        shipped = None
-    return " --from champion" if model_id == shipped else f" --from models/start.pt (model {model_id})"
+        return f" --from models/start.pt (model {model_id})"
+    if model_id == card.model_id:
+        return " --from champion"
+    ids = [m.model_id for m in card.members]
+    if model_id in ids:  # tri new --from an ensemble champion starts from its first network
+        return f" --from champion (its network {ids.index(model_id) + 1} of {len(ids)})"
+    return f" --from models/start.pt (model {model_id})"
 
 
 def _generation_seconds(project: Path, game: str, generation: int) -> float:
