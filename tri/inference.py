@@ -14,7 +14,34 @@ from torch import nn
 from tri.net import EnsembleNet, PolicyValueNet
 
 
-class InferenceNet(nn.Module):
+class _Snapshot(nn.Module):
+    """What both snapshots share: a folded stem and residual blocks run channels-last in
+    ``dtype``, and a batch over ``chunk`` in pieces (their outputs joined on ``cat_dim``)."""
+
+    cat_dim = 0
+
+    def _ready(self) -> None:
+        self.to(memory_format=torch.channels_last)
+        for conv in (self.stem, *(c for pair in self.blocks for c in pair), self.policy_conv, self.value_conv):
+            conv.to(self.dtype)
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if x.shape[0] > self.chunk:
+            parts = [self.forward(x[i:i + self.chunk]) for i in range(0, x.shape[0], self.chunk)]
+            return (torch.cat([p for p, _ in parts], dim=self.cat_dim),
+                    torch.cat([v for _, v in parts], dim=self.cat_dim))
+        x = x.to(dtype=self.dtype, memory_format=torch.channels_last)
+        z = F.relu_(self.stem(x))  # in place: each activation is a fresh tensor nothing else holds
+        for conv1, conv2 in self.blocks:
+            y = conv2(F.relu_(conv1(z)))
+            z = F.relu_(y.add_(z))
+        return self._heads(z)
+
+    value = PolicyValueNet.value
+
+
+class InferenceNet(_Snapshot):
     """A search-only snapshot of a :class:`PolicyValueNet`: each BatchNorm folded into the
     convolution before it (its running statistics and affine become the convolution's weight
     and bias), weights in channels-last layout, and one plain forward with no module call per
@@ -52,28 +79,14 @@ class InferenceNet(nn.Module):
         self.value_conv = fuse_conv_bn_eval(model.value_head[0], model.value_head[1])
         self.value_hidden, self.value_out = copy.deepcopy(model.value_head[4]), copy.deepcopy(model.value_head[6])
         self.register_buffer("support", model.support.clone(), persistent=False)
-        self.to(memory_format=torch.channels_last)
-        for conv in (self.stem, *(c for pair in self.blocks for c in pair), self.policy_conv, self.value_conv):
-            conv.to(dtype)
-        self.eval()
+        self._ready()
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if x.shape[0] > self.chunk:
-            parts = [self.forward(x[i:i + self.chunk]) for i in range(0, x.shape[0], self.chunk)]
-            return torch.cat([p for p, _ in parts]), torch.cat([v for _, v in parts])
-        x = x.to(dtype=self.dtype, memory_format=torch.channels_last)
-        z = F.relu_(self.stem(x))  # in place: each activation is a fresh tensor nothing else holds
-        for conv1, conv2 in self.blocks:
-            y = conv2(F.relu_(conv1(z)))
-            z = F.relu_(y.add_(z))
+    def _heads(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         policy = self.policy_out(F.relu_(self.policy_conv(z)).float().flatten(1))
         v = self.value_out(F.relu_(self.value_hidden(F.relu_(self.value_conv(z)).float().flatten(1))))
         return policy, (v if self.num_players == 1 else torch.tanh(v[:, 0]))
 
-    value = PolicyValueNet.value
-
-
-class StackedInferenceNet(nn.Module):
+class StackedInferenceNet(_Snapshot):
     """An :class:`EnsembleNet`'s K members in one search-only pass: each member folded as
     :class:`InferenceNet` folds one (BatchNorm into the convolution before it,
     channels-last, ``dtype`` for the convolutions), then stacked: member k's channels are the
@@ -99,21 +112,12 @@ class StackedInferenceNet(nn.Module):
             self.register_buffer(f"{name}_weight", torch.stack([m.weight.detach().T for m in layers]).contiguous())
             self.register_buffer(f"{name}_bias", torch.stack([m.bias.detach()[None] for m in layers]))
         self.register_buffer("support", ensemble.support.clone(), persistent=False)
-        self.to(memory_format=torch.channels_last)
-        for conv in (self.stem, *(c for pair in self.blocks for c in pair), self.policy_conv, self.value_conv):
-            conv.to(dtype)
-        self.eval()
+        self._ready()
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if x.shape[0] > self.chunk:
-            parts = [self.forward(x[i:i + self.chunk]) for i in range(0, x.shape[0], self.chunk)]
-            return torch.cat([p for p, _ in parts], dim=1), torch.cat([v for _, v in parts], dim=1)
-        b = x.shape[0]
-        x = x.to(dtype=self.dtype, memory_format=torch.channels_last)
-        z = F.relu_(self.stem(x))  # [B, K * channels, H, W]
-        for conv1, conv2 in self.blocks:
-            y = conv2(F.relu_(conv1(z)))
-            z = F.relu_(y.add_(z))
+    cat_dim = 1  # outputs [K, B, ...]: pieces of the batch join on B
+
+    def _heads(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b = z.shape[0]
 
         def per_member(conv: nn.Conv2d) -> torch.Tensor:  # [B, K * c, H, W] -> [K, B, c * H * W]
             return F.relu_(conv(z)).float().reshape(b, self.k, -1).transpose(0, 1)
@@ -122,8 +126,6 @@ class StackedInferenceNet(nn.Module):
         hidden = F.relu_(torch.baddbmm(self.value_hidden_bias, per_member(self.value_conv), self.value_hidden_weight))
         v = torch.baddbmm(self.value_out_bias, hidden, self.value_out_weight)
         return policy, (v if self.num_players == 1 else torch.tanh(v[..., 0]))
-
-    value = PolicyValueNet.value
 
 
 def _side_by_side(convs: list[nn.Conv2d], groups: int) -> nn.Conv2d:
