@@ -226,7 +226,7 @@ def _training_lines(t: Training) -> list[str]:
 def _members_lines(members: list[Member]) -> list[str]:
     lines = [f"An ensemble of {len(members)} networks (`tri ensemble`): its search averages their priors and "
              f"values at every position it evaluates. Each was trained as below (a project that went on from "
-             f"another network says so: its minutes are its own generations').", ""]
+             f"another network says so, and its minutes count only its own generations).", ""]
     for k, m in enumerate(members, start=1):
         lines += [f"### Member {k}: generation {m.generation}, model id `{m.model_id}`", "",
                   *_training_lines(m.training)]
