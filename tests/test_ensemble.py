@@ -184,3 +184,28 @@ def test_a_project_goes_on_from_an_ensembles_first_network(tmp_path):
     assert f"its first network (model id {first})" in proc.stdout
     start = load_checkpoint(tmp_path / "p" / "models" / "start.pt")  # one network: no ensemble=True
     assert start.model_id == first
+
+
+def test_an_ensembles_self_play_trains_one_network(tmp_path):
+    """Distillation: ``tri selfplay --model ENSEMBLE`` writes the shards an ensemble's search
+    plays (its own moves and policy targets, the same bytes twice), and ``tri train`` fits one
+    network to them."""
+    from tests.pipeline_fixtures import write_params
+
+    write_params(tmp_path / "params.yaml")
+    for k in range(2):
+        trained_looking(tmp_path / f"m{k}.pt", seed=k + 1)
+    save_checkpoint(make_ensemble([tmp_path / "m0.pt", tmp_path / "m1.pt"]), tmp_path / "ens.pt")
+    for model, out in [("ens.pt", "d"), ("ens.pt", "again"), ("m0.pt", "alone")]:
+        proc = tri_cli("selfplay", "--model", tmp_path / model, "--out", tmp_path / out, "--generation", 1,
+                       cwd=tmp_path, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    shards = sorted(p.name for p in (tmp_path / "d").glob("*.parquet"))
+    assert shards and shards == sorted(p.name for p in (tmp_path / "again").glob("*.parquet"))
+    assert all((tmp_path / "d" / s).read_bytes() == (tmp_path / "again" / s).read_bytes() for s in shards)
+    assert any((tmp_path / "d" / s).read_bytes() != (tmp_path / "alone" / s).read_bytes() for s in shards)
+    proc = tri_cli("train", "--model", tmp_path / "m0.pt", "--data", tmp_path / "d", "--out", tmp_path / "student.pt",
+                   cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    student = load_checkpoint(tmp_path / "student.pt")  # one network: no ensemble=True
+    assert student.members == 1 and student.generation == 1
