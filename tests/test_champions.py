@@ -331,12 +331,13 @@ def test_an_ensemble_card_lists_its_members(tmp_path, monkeypatch):
                                                Member(model_id="f" * 16, generation=9, training=other)]})
     text = render_card(card)
     assert "An ensemble of 2 networks" in text and "### Member 2: generation 9" in text
+    assert "`tictactoe.pt`: an ensemble of 2 networks (generations 7 and 9), model id" in text
     assert "`tri new q --game tictactoe`" in text and "tri/gen-0009" in text
     (folder / "tictactoe.json").write_text(card.model_dump_json())
     monkeypatch.setenv("TRI_CHAMPIONS", str(folder))
     listed = subprocess.run([sys.executable, "-m", "tri.cli", "champions"], capture_output=True, text=True,
                             timeout=60)
-    assert "an ensemble of 2 networks (generations 7, 9)" in listed.stdout, listed.stderr
+    assert "an ensemble of 2 networks (generations 7 and 9)" in listed.stdout, listed.stderr
 
 
 def test_publish_asks_each_setting_once_per_project(tmp_path):

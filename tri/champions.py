@@ -183,6 +183,14 @@ def _search_text(search: dict) -> str:
     return ", with " + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in sorted(search.items())) + " over it"
 
 
+def made_of(card: ChampionCard) -> str:
+    """``generation N``, or an ensemble's networks and their generations."""
+    if not card.members:
+        return f"generation {card.generation}"
+    gens = [str(m.generation) for m in card.members]
+    return f"an ensemble of {len(gens)} networks (generations {', '.join(gens[:-1])} and {gens[-1]})"
+
+
 def render_card(card: ChampionCard) -> str:
     """The card as Markdown (``GAME.md``): what it is, how to use it, how it was trained and
     measured, with every command."""
@@ -190,7 +198,7 @@ def render_card(card: ChampionCard) -> str:
     lines = [
         f"# {card.game} champion",
         "",
-        (f"`{card.checkpoint}`: generation {card.generation}, model id `{card.model_id}`, "
+        (f"`{card.checkpoint}`: {made_of(card)}, model id `{card.model_id}`, "
          f"sha256 `{card.sha256}`. It plays with {card.simulations} simulations of search "
          + (f"in each of {card.determinizations} trees per move, each on its own sampled future "
             if card.determinizations > 1 else "")

@@ -34,12 +34,9 @@ def champions_group(ctx: click.Context) -> None:
         card = champions.load_card(game, folder)
         t = card.training
         trees = f" x {card.determinizations} trees" if card.determinizations > 1 else ""
-        if card.members:
-            made = (f"an ensemble of {len(card.members)} networks (generations "
-                    f"{', '.join(str(m.generation) for m in card.members)}), {card.simulations} simulations{trees}")
-        else:
-            made = (f"generation {card.generation}, {card.simulations} simulations{trees}, "
-                    f"{t.wall_minutes:.0f} minutes of training ({t.tag})")
+        made = f"{champions.made_of(card)}, {card.simulations} simulations{trees}"
+        if not card.members:
+            made += f", {t.wall_minutes:.0f} minutes of training ({t.tag})"
         click.echo(f"  {game:<10} {made}; card: {folder / (game + '.md')}")
 
 
@@ -133,7 +130,7 @@ def remeasure_cmd(game: str, simulations: int | None, determinizations: int | No
         click.echo("tri champions remeasure: stopped; the card is unchanged", err=True)
         raise click.exceptions.Exit(130) from None
     folder = champions.champions_dir()
-    click.echo(f"remeasured {folder / card.checkpoint} (generation {card.generation}); card {folder / (game + '.md')}")
+    click.echo(f"remeasured {folder / card.checkpoint} ({champions.made_of(card)}); card {folder / (game + '.md')}")
 
 
 def _settings(pairs: tuple[str, ...]) -> dict:
