@@ -86,6 +86,7 @@ class InferenceNet(_Snapshot):
         v = self.value_out(F.relu_(self.value_hidden(F.relu_(self.value_conv(z)).float().flatten(1))))
         return policy, (v if self.num_players == 1 else torch.tanh(v[:, 0]))
 
+
 class StackedInferenceNet(_Snapshot):
     """An :class:`EnsembleNet`'s K members in one search-only pass: each member folded as
     :class:`InferenceNet` folds one (BatchNorm into the convolution before it,
