@@ -43,7 +43,7 @@ from tests.pipeline_fixtures import PARAMS, with_section
 from tests.test_flow import git, new_project
 
 # Self-play and training each last a few seconds, so a signal can land inside either.
-SLOW = with_section(with_section(with_section(PARAMS, "selfplay", games=96, concurrent=8, max_moves=30),
+SLOW = with_section(with_section(with_section(PARAMS, "selfplay", games=256, concurrent=8, max_moves=30),
                                  "train", max_steps=400, samples_per_position=100.0),
                     "arena", rule="mean", threshold=-1e9)
 # Ctrl-C (SIGINT to the group) in self-play, SIGTERM to the process alone in training (one handler
