@@ -263,13 +263,17 @@ def run_generation(root: Path, params_file: str | None = None, parent_run_id: st
             plan = versioning.begin(params, root, generation)
             ensure_initial(params, root)
             paths = layout.generation_paths(root, generation, player=plan.player, start=plan.start,
-                                            window=params.train.window)
-        logger.info("generation %d: %s plays, training starts from %s", generation, plan.player, plan.start)
+                                            window=params.train.window, selfplayer=plan.teacher)
+        if plan.teacher:
+            logger.info("generation %d: the teacher %s plays self-play, training starts from %s, %s defends",
+                        generation, plan.teacher, plan.start, plan.player)
+        else:
+            logger.info("generation %d: %s plays, training starts from %s", generation, plan.player, plan.start)
         token = _progress.set(story.FlowProgress(logger, generation))
         try:
             with clock("selfplay"):
                 t0 = time.perf_counter()
-                tasks = selfplay.shard_tasks(params, paths.player, paths.selfplay, generation=generation,
+                tasks = selfplay.shard_tasks(params, paths.selfplay_model, paths.selfplay, generation=generation,
                                              device=device)
                 sp = selfplay.summarize(tasks, _play_shards(tasks, params.selfplay.games), time.perf_counter() - t0)
             with clock("train"):

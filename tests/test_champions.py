@@ -319,6 +319,24 @@ def test_a_card_names_the_network_its_project_went_on_from(tmp_path):
     assert _started_from(project, "tictactoe") == f" --from models/start.pt (model {other.model_id})"
 
 
+def test_a_card_names_the_teacher_of_its_project(tmp_path):
+    """``tri new --teacher``: the card's project command names the teacher, the shipped
+    champion by name, with its model id either way; no teacher says nothing."""
+    import shutil
+
+    from tri import layout
+    from tri.record.publish import _taught_by
+
+    project = tmp_path / "p"
+    assert _taught_by(project, "tictactoe") == ""
+    layout.teacher_path(project).parent.mkdir(parents=True)
+    shutil.copyfile(champions.champion("tictactoe")[0], layout.teacher_path(project))
+    shipped = champions.champion("tictactoe")[1].model_id
+    assert _taught_by(project, "tictactoe") == f" --teacher champion (model {shipped})"
+    other = save_model(layout.teacher_path(project), Params(game=GameParams(name="tictactoe"), net=TINY_NET))
+    assert _taught_by(project, "tictactoe") == f" --teacher models/teacher.pt (model {other.model_id})"
+
+
 def test_an_ensemble_card_lists_its_members(tmp_path, monkeypatch):
     """An ensemble champion's card (``tri champions publish --join`` or several ``--project``):
     each member's training in the Markdown and in ``tri champions``."""

@@ -19,6 +19,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from tri import layout
@@ -383,3 +384,47 @@ def test_the_newer_games_go_through_the_versioned_flow(prefect_server, tmp_path,
     proc = dvc(copy, "repro", "--force")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (copy / "dvc.lock").read_text() == before  # every output hash, byte for byte
+
+
+def test_a_teacher_plays_every_generations_self_play(prefect_server, tmp_path):
+    """Distillation (``tri new --teacher``): the project's teacher, here an ensemble of another
+    shape, plays the generation's self-play (its model id in every shard), the candidate trains
+    on it and is gated against the best as always; the plan and ``dvc.lock`` name the teacher as
+    self-play's model, the MLflow run carries its model id, and ``dvc repro --force`` re-creates
+    every output byte for byte."""
+    from mlflow import MlflowClient
+
+    from tests.test_ensemble import trained_looking
+    from tri.ensemble import make_ensemble
+    from tri.net import save_checkpoint
+    from tri.record.project import new_project as tri_new
+
+    other = with_section(ALWAYS, "net", channels=4)
+    for k in range(2):
+        trained_looking(tmp_path / f"m{k}.pt", other, seed=k + 1)
+    teacher = make_ensemble([tmp_path / "m0.pt", tmp_path / "m1.pt"])
+    save_checkpoint(teacher, tmp_path / "teacher.pt")
+    root = tri_new(tmp_path / "p", ALWAYS, teacher=tmp_path / "teacher.pt")
+    assert "models/teacher.pt" in git(root, "ls-files", "models").split()
+    results = run_generations(root, ALWAYS, 1, tracking=True)
+    assert results[0]["promoted"]
+    plan = versioning.read_plan(root)
+    assert (plan.player, plan.selfplay_model) == ("models/gen-0000.pt", "models/teacher.pt")
+    shards = layout.shard_paths(layout.selfplay_dir(root, 1))
+    assert len(shards) == 2 and all(
+        pl.read_parquet(s, columns=["model_id"])["model_id"].unique().to_list() == [teacher.model_id] for s in shards)
+    best = load_checkpoint(layout.best_path(root))
+    assert best.net_params.channels == ALWAYS.net.channels  # the student keeps its own shape
+    lock = (root / "dvc.lock").read_text()
+    assert "tri selfplay --model models/teacher.pt" in lock
+    assert versioning.dvc_status_clean(root)
+    uri = mlstore.store(root).tracking_uri
+    runs = MlflowClient(tracking_uri=uri).search_runs(
+        [e.experiment_id for e in MlflowClient(tracking_uri=uri).search_experiments()],
+        "tags.`tri.kind` = 'generation'")
+    assert [r.data.tags.get("tri.teacher") for r in runs] == [teacher.model_id]
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, symlinks=True)
+    proc = dvc(copy, "repro", "--force")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (copy / "dvc.lock").read_text() == lock  # every output hash, byte for byte

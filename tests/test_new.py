@@ -102,3 +102,46 @@ def test_tri_new_from_champion_takes_the_shipped_champion(tmp_path):
     assert proc.returncode == 0, proc.stderr
     shipped = load_checkpoint(champion("tictactoe")[0])
     assert load_checkpoint(tmp_path / "p" / "models" / "start.pt").model_id == shipped.model_id
+
+
+def test_tri_new_teacher_puts_the_teacher_in_the_project(tmp_path):
+    """``tri new --teacher``: the network (here the shipped champion) is copied to
+    ``models/teacher.pt`` and committed, the message names its model id; a teacher of another
+    game is a one-line error that leaves no folder."""
+    from tri.champions import champion
+    from tri.layout import teacher_path
+    from tri.net import load_checkpoint
+
+    root = tmp_path / "p"
+    proc = tri_cli("new", root, "--game", "tictactoe", "--teacher", "champion", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    shipped = champion("tictactoe")[0]
+    assert teacher_path(root).read_bytes() == shipped.read_bytes()
+    assert f"self-play by the teacher champion (model id {load_checkpoint(shipped).model_id})" in proc.stdout
+    tracked = subprocess.run(["git", "ls-files", "models"], cwd=root, capture_output=True, text=True, check=True)
+    assert tracked.stdout.split() == ["models/teacher.pt"]
+    wrong = tri_cli("new", tmp_path / "q", "--game", "connect4", "--teacher", shipped, cwd=tmp_path)
+    assert wrong.returncode == 1 and "it is for the game 'tictactoe', not 'connect4'" in wrong.stderr
+    assert len(wrong.stderr.strip().splitlines()) == 1 and not (tmp_path / "q").exists()
+
+
+def test_tri_new_member_starts_from_that_network_of_an_ensemble(tmp_path):
+    from tests.test_ensemble import TICTACTOE, trained_looking
+    from tri.ensemble import make_ensemble
+    from tri.net import load_checkpoint, save_checkpoint
+
+    for k in range(3):
+        trained_looking(tmp_path / f"m{k}.pt", TICTACTOE, seed=k + 1)
+    save_checkpoint(make_ensemble([tmp_path / f"m{k}.pt" for k in range(3)]), tmp_path / "ens.pt")
+    third = load_checkpoint(tmp_path / "m2.pt").model_id
+    proc = tri_cli("new", tmp_path / "p", "--game", "tictactoe", "--from", tmp_path / "ens.pt", "--member", 3,
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"its network 3 (model id {third})" in proc.stdout
+    assert load_checkpoint(tmp_path / "p" / "models" / "start.pt").model_id == third
+    for args, message in [(["--from", tmp_path / "ens.pt", "--member", 4], "--member 4: "),
+                          (["--from", tmp_path / "m0.pt", "--member", 2], "has 1 network"),
+                          (["--member", 2], "--member picks a network of the ensemble --from names")]:
+        bad = tri_cli("new", tmp_path / "q", "--game", "tictactoe", *args, cwd=tmp_path)
+        assert bad.returncode == 1 and message in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "q").exists()

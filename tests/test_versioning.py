@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,8 @@ from tri.record import versioning
 from tri.errors import TriError
 
 from tests.pipeline_fixtures import PARAMS, with_section
+
+REPO = Path(__file__).resolve().parents[1]
 
 LATEST = with_section(PARAMS, "train", continue_from="latest")
 
@@ -52,6 +55,38 @@ def test_plan_file_round_trip(tmp_path):
     assert versioning.read_plan(tmp_path) == plan
     text = layout.plan_path(tmp_path).read_text()
     assert 'gen: "0007"' in text and "generation: 7" in text  # what dvc.yaml interpolates
+
+
+def test_a_teacher_plays_self_play_in_the_plan(tmp_path):
+    """``models/teacher.pt`` (``tri new --teacher``) plays self-play (``selfplay_model``, which
+    dvc.yaml's selfplay stage names) while the best model still defends; a plan written before
+    teachers (no ``selfplay_model``) reads as the player's self-play."""
+    assert versioning.make_plan(PARAMS, tmp_path, 1).selfplay_model == "models/gen-0000.pt"
+    layout.teacher_path(tmp_path).parent.mkdir(parents=True)
+    layout.teacher_path(tmp_path).write_bytes(b"x")
+    plan = versioning.make_plan(PARAMS, tmp_path, 1)
+    assert (plan.player, plan.teacher, plan.selfplay_model) == ("models/gen-0000.pt", "models/teacher.pt",
+                                                                 "models/teacher.pt")
+    versioning.write_plan(tmp_path, plan)
+    assert versioning.read_plan(tmp_path) == plan
+    assert 'selfplay_model: "models/teacher.pt"' in layout.plan_path(tmp_path).read_text()
+    layout.plan_path(tmp_path).write_text('generation: 3\ngen: "0003"\nplayer: "models/gen-0000.pt"\n'
+                                          'start: "models/gen-0000.pt"\nwindow: []\n')
+    old = versioning.read_plan(tmp_path)
+    assert (old.teacher, old.selfplay_model) == (None, "models/gen-0000.pt")
+    assert "--model ${selfplay_model}" in (REPO / "dvc.yaml").read_text()
+
+
+def test_a_teacher_is_refused_by_a_dvc_yaml_from_before_teachers(tmp_path, monkeypatch):
+    """A project whose dvc.yaml (copied when it was made) has self-play played by ``${player}``
+    would record the wrong model in dvc.lock: a teacher there is a one-line error."""
+    monkeypatch.setattr(versioning, "enabled", lambda root: True)
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text().replace("${selfplay_model}", "${player}"))
+    layout.teacher_path(tmp_path).parent.mkdir(parents=True)
+    layout.teacher_path(tmp_path).write_bytes(b"x")
+    with pytest.raises(TriError, match="from an older tri.*tri new --teacher") as info:
+        versioning.begin(PARAMS, tmp_path, 1)
+    assert "\n" not in str(info.value) and not layout.plan_path(tmp_path).exists()
 
 
 def test_dvc_reads_every_plan_as_written(tmp_path):

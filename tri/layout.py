@@ -1,17 +1,19 @@
 """Where every stage's files live. No other module builds paths.
 
-Generation ``N`` is the ``N``-th turn of the loop: the best model plays, a candidate is
-trained, the arena decides. Numbers are zero-padded::
+Generation ``N`` is the ``N``-th turn of the loop: the best model (or the project's teacher)
+plays, a candidate is trained, the arena decides. Numbers are zero-padded::
 
     models/best.pt                        the current best model (a copy, replaced atomically)
     models/gen-0000.pt                    the initial network
     models/start.pt                       weights generation 0 starts from (tri new --from), if any
+    models/teacher.pt                     the network that plays every generation's self-play instead
+                                          of the best model (tri new --teacher: distillation), if any
     models/candidates/gen-NNNN.pt         the candidate trained in generation N
     models/rejected/gen-NNNN.pt           a candidate the arena did not promote
     models/promotions.jsonl               one line per decision (paths relative to the project)
     models/generation.yaml                the generation dvc.yaml describes (written between generations)
     models/.generation.lock               held while a generation runs
-    data/selfplay/gen-NNNN/               self-play of generation N (by the best model then)
+    data/selfplay/gen-NNNN/               self-play of generation N (by the best model then, or the teacher)
         shard-SSS.parquet                 positions (schema: tri.shards)
         shard-SSS.games.parquet           one summary row per game
     data/train/gen-NNNN/metrics.json      training summary; losses.csv: loss per step
@@ -54,6 +56,13 @@ def model_path(root: Path, generation: int) -> Path:
 def start_path(root: Path) -> Path:
     """The checkpoint whose weights generation 0 takes (``tri new --from``); absent: fresh weights."""
     return Path(root) / "models" / "start.pt"
+
+
+def teacher_path(root: Path) -> Path:
+    """The checkpoint that plays self-play in every generation instead of the best model (``tri new
+    --teacher``: the candidates learn from its games, the arena still gates them against the best);
+    absent: the best model plays."""
+    return Path(root) / "models" / "teacher.pt"
 
 
 def best_path(root: Path) -> Path:
@@ -178,7 +187,7 @@ class GenerationPaths:
 
     root: Path
     generation: int
-    player: Path  # plays self-play and defends in the arena: the best model then (in the flow, its own file)
+    player: Path  # defends in the arena, and plays self-play unless a teacher does: the best model then (in the flow, its own file)
     start: Path  # the network training starts from
     window: tuple[Path, ...]  # self-play folders training reads, oldest first; the last is ``selfplay``
     selfplay: Path
@@ -190,6 +199,12 @@ class GenerationPaths:
     best: Path
     promotions: Path
     picture: Path
+    selfplayer: Path | None = None  # plays self-play: the teacher (models/teacher.pt), or None: the player
+
+    @property
+    def selfplay_model(self) -> Path:
+        """The network that plays this generation's self-play."""
+        return self.selfplayer or self.player
 
     def relative(self, path: Path) -> str:
         """``path`` relative to the project when it is inside it (posix), else as given."""
@@ -197,9 +212,10 @@ class GenerationPaths:
 
 
 def generation_paths(root: Path, generation: int, *, player: Path | str, start: Path | str,
-                     window: int) -> GenerationPaths:
-    """The paths of generation ``generation`` of the project ``root``: ``player`` and ``start``
-    (relative to ``root`` or absolute; :mod:`tri.record.versioning`'s plan names them) and the
+                     window: int, selfplayer: Path | str | None = None) -> GenerationPaths:
+    """The paths of generation ``generation`` of the project ``root``: ``player``, ``start`` and
+    ``selfplayer`` (a teacher, None: the player; relative to ``root`` or absolute;
+    :mod:`tri.record.versioning`'s plan names them) and the
     ``window`` (``train.window``) newest self-play folders up to this generation's, of which the
     earlier ones that exist now (this generation's own folder is written by its self-play)."""
     root = Path(root)
@@ -210,4 +226,5 @@ def generation_paths(root: Path, generation: int, *, player: Path | str, start: 
         window=(*earlier, selfplay), selfplay=selfplay, candidate=candidate_path(root, generation),
         train_metrics=train_metrics_path(root, generation), train_losses=train_losses_path(root, generation),
         arena=arena_path(root, generation), rejected=rejected_path(root, generation), best=best_path(root),
-        promotions=promotions_log(root), picture=game_picture_path(root, generation))
+        promotions=promotions_log(root), picture=game_picture_path(root, generation),
+        selfplayer=root / selfplayer if selfplayer is not None else None)

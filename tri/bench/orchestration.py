@@ -67,15 +67,15 @@ def plain_generation(params: Params, root: Path, generation: int, runtime: Runti
         atomic.copy(initial, best)
     plan = versioning.make_plan(params, root, generation)
     paths = layout.generation_paths(root, generation, player=plan.player, start=plan.start,
-                                    window=params.train.window)
+                                    window=params.train.window, selfplayer=plan.teacher)
     device = resolve_device(runtime.device)
     if runtime.task_runner == "threads":  # the flow's default parallelism, without Prefect
-        tasks = selfplay.shard_tasks(params, paths.player, paths.selfplay, generation=generation,
+        tasks = selfplay.shard_tasks(params, paths.selfplay_model, paths.selfplay, generation=generation,
                                      device=device)
         with ThreadPoolExecutor(runtime.workers) as pool:
             list(pool.map(selfplay.play_shard_alone, tasks))
     else:  # tri selfplay's worker processes
-        selfplay.run(params, paths.player, paths.selfplay, generation=generation, runtime=runtime)
+        selfplay.run(params, paths.selfplay_model, paths.selfplay, generation=generation, runtime=runtime)
     train.run(params, paths.start, list(paths.window), paths.candidate, generation=generation,
               metrics=paths.train_metrics, losses=paths.train_losses, runtime=runtime)
     arena.run(params, str(paths.candidate), str(paths.player), generation=generation, out=paths.arena,

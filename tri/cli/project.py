@@ -51,26 +51,51 @@ def _note_changed_defaults(path: Path, params) -> None:
                    "(the game's shipped champion). It is copied into the project as models/start.pt; "
                    "params.yaml takes its network shape (before the first tri loop, net.channels and "
                    "net.blocks may be raised: the network grows, computing what it did).")
-def new_cmd(folder: Path, game_name: str, source: str | None) -> None:
+@click.option("--member", type=click.IntRange(1), default=None,
+              help="With --from an ensemble (tri ensemble, or an ensemble champion): which of its networks "
+                   "to start from, 1 for the first (the default); training takes one network.")
+@click.option("--teacher", default=None, metavar="CHECKPOINT",
+              help="Distillation: this network (a checkpoint path, or champion; an ensemble and another "
+                   "shape are fine) plays every generation's self-play instead of the best model, so the "
+                   "candidates learn from its games while the arena still gates them against the best. "
+                   "Copied into the project as models/teacher.pt; it plays with params.yaml's mcts.")
+def new_cmd(folder: Path, game_name: str, source: str | None, member: int | None, teacher: str | None) -> None:
     """Create a ready project in FOLDER (missing or empty): params.yaml with the game's measured
     recipe written out in full (each setting described), dvc.yaml, git and DVC initialised and
     a first commit. Then: tri loop --root FOLDER --generations N."""
-    params, start = recipe_params(game_name), None
+    params, start, game = recipe_params(game_name), None, None
+    if member is not None and source is None:
+        raise TriError("tri new: --member picks a network of the ensemble --from names; give --from")
     if source is not None:
-        start = champion(game_name)[0] if source in ("champion", f"champion:{game_name}") else Path(source)
-        ckpt = load_checkpoint(start, make_game(params.game), ensemble=True)
+        start = _checkpoint(source, game_name)
+        game = make_game(params.game)
+        ckpt = load_checkpoint(start, game, ensemble=True)
         params = params.model_copy(update={"net": ckpt.net_params.model_copy(update={"seed": params.net.seed})})
+    teacher_file = None
+    if teacher is not None:
+        teacher_file = _checkpoint(teacher, game_name)
+        taught = load_checkpoint(teacher_file, game or make_game(params.game), ensemble=True)
     with tempfile.TemporaryDirectory() as tmp:
-        member = ""
-        if start is not None and ckpt.members > 1:  # training takes one network: an ensemble's first
-            ckpt = members_of(ckpt)[0]
+        picked = ""
+        if start is not None and (ckpt.members > 1 or member not in (None, 1)):  # training takes one network
+            if (member or 1) > ckpt.members:
+                raise TriError(f"tri new: --member {member}: {source} has {ckpt.members} "
+                               f"network{'s' if ckpt.members > 1 else ''}")
+            ckpt = members_of(ckpt)[(member or 1) - 1]
             start = Path(tmp) / "start.pt"
             save_checkpoint(ckpt, start)
-            member = ", its first network"
-        root = new_project(folder, params, start=start)
-    began = f", generation 0 from {source}{member} (model id {ckpt.model_id})" if source is not None else ""
-    click.echo(f"created {root}: a project for {game_name} (params.yaml: its measured recipe{began}); "
+            picked = ", its first network" if (member or 1) == 1 else f", its network {member}"
+        root = new_project(folder, params, start=start, teacher=teacher_file)
+    began = f", generation 0 from {source}{picked} (model id {ckpt.model_id})" if source is not None else ""
+    taught_by = (f"; self-play by the teacher {teacher} (model id {taught.model_id})"
+                 if teacher is not None else "")
+    click.echo(f"created {root}: a project for {game_name} (params.yaml: its measured recipe{began}{taught_by}); "
                f"next: tri loop --root {folder} --generations 1")
+
+
+def _checkpoint(source: str, game_name: str) -> Path:
+    """The file ``--from`` or ``--teacher`` names: the game's champion, or a path."""
+    return champion(game_name)[0] if source in ("champion", f"champion:{game_name}") else Path(source)
 
 
 @click.command("loop")

@@ -40,10 +40,12 @@ def started_dvc_yaml(text: str) -> str:
 
 
 def new_project(root: Path, params: Params, *, checkout: Path = CHECKOUT, message: str | None = None,
-                start: Path | None = None) -> Path:
+                start: Path | None = None, teacher: Path | None = None) -> Path:
     """Create the project ``root`` (missing or empty) training ``params``; returns its path.
     ``start``: a checkpoint (already checked against ``params``) copied to ``models/start.pt``,
     committed with the project, whose weights generation 0 takes (the ``init`` stage says so).
+    ``teacher``: a checkpoint (already checked against the game) copied to ``models/teacher.pt``,
+    committed with the project, that plays every generation's self-play (the plan names it).
     Raises :class:`TriError` (one line) if ``root`` has files, or the checkout lacks a project
     file, or git or DVC fail; nothing is left half made."""
     root = Path(root).resolve()
@@ -62,6 +64,9 @@ def new_project(root: Path, params: Params, *, checkout: Path = CHECKOUT, messag
             (root / "dvc.yaml").write_text(started_dvc_yaml((checkout / "dvc.yaml").read_text()))
             layout.start_path(root).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(start, layout.start_path(root))
+        if teacher is not None:
+            layout.teacher_path(root).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(teacher, layout.teacher_path(root))
         git_run(root, "init", "-q")
         dvc = subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=root, capture_output=True, text=True,
                              env={**os.environ, "DVC_NO_ANALYTICS": "1"}, timeout=120)

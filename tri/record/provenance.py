@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 import tri
+from tri import layout
 from tri.config import Params
 
 
@@ -71,7 +72,21 @@ def base_tags(root: Path, params: Params, kind: str) -> dict[str, str]:
             "tri.version": tri.__version__, "tri.game": params.game.name,
             "tri.seed.net": str(params.net.seed),
             "tri.seed.selfplay": str(params.selfplay.seed), "tri.seed.train": str(params.train.seed),
-            "tri.seed.arena": str(params.arena.seed), **git_tags(root), **dvc_tags(root)}
+            "tri.seed.arena": str(params.arena.seed), **git_tags(root), **dvc_tags(root), **teacher_tags(root)}
+
+
+def teacher_tags(root: Path) -> dict[str, str]:
+    """``tri.teacher``: the model id of the project's teacher (``tri new --teacher``), which plays
+    its self-play; nothing without one."""
+    from tri.net import load_checkpoint  # torch: only for a project with a teacher
+
+    teacher = layout.teacher_path(root)
+    if not teacher.is_file():
+        return {}
+    try:
+        return {"tri.teacher": load_checkpoint(teacher, ensemble=True).model_id}
+    except Exception:  # a damaged file: self-play says so; the record goes on without the tag
+        return {"tri.teacher": "unreadable"}
 
 
 def flatten_params(params: Params) -> dict[str, str]:

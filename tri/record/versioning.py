@@ -39,7 +39,8 @@ _HERE = Path(".")
 
 @dataclass(frozen=True)
 class Plan:
-    """What generation ``generation`` reads: ``player`` plays self-play and defends in the arena;
+    """What generation ``generation`` reads: ``player`` defends in the arena and plays self-play,
+    unless the project has a ``teacher`` (``tri new --teacher``), which then plays self-play;
     training starts from ``start`` and reads the self-play of ``window`` (the earlier
     generations of its replay window, each ``"PATH MD5"`` with the hash of its ``.dvc`` file,
     or ``"PATH"`` in a plain folder) and its own. Paths are relative to the project (posix).
@@ -50,14 +51,20 @@ class Plan:
     player: str
     start: str
     window: tuple[str, ...] = ()
+    teacher: str | None = None
 
     @property
     def gen(self) -> str:
         return f"{self.generation:04d}"
 
+    @property
+    def selfplay_model(self) -> str:
+        """The network that plays this generation's self-play (dvc.yaml's ``${selfplay_model}``)."""
+        return self.teacher or self.player
+
     def to_vars(self) -> dict:
         return {"generation": self.generation, "gen": self.gen, "player": self.player, "start": self.start,
-                "window": list(self.window)}
+                "selfplay_model": self.selfplay_model, "window": list(self.window)}
 
 
 def _rel(path: Path) -> str:
@@ -81,14 +88,15 @@ def next_generation(root: Path) -> int:
 def make_plan(params: Params, root: Path, generation: int) -> Plan:
     """The plan of ``generation``: the player is the last promoted candidate before it (or the
     initial network); training starts from the previous candidate (``train.continue_from:
-    latest``) or from the player."""
+    latest``) or from the player; the teacher is ``models/teacher.pt`` if the project has one."""
     promoted = [d["generation"] for d in decisions(root) if d["promoted"] and d["generation"] < generation]
     player = layout.candidate_path(_HERE, max(promoted)) if promoted else layout.model_path(_HERE, 0)
     start = player
     previous = layout.candidate_path(_HERE, generation - 1)
     if params.train.continue_from == "latest" and generation > 1 and (Path(root) / previous).exists():
         start = previous
-    return Plan(generation, _rel(player), _rel(start))
+    teacher = layout.teacher_path(_HERE) if layout.teacher_path(root).is_file() else None
+    return Plan(generation, _rel(player), _rel(start), teacher=_rel(teacher) if teacher else None)
 
 
 def plan_text(plan: Plan) -> str:
@@ -109,7 +117,9 @@ def parse_plan(text: str, source: str = "models/generation.yaml") -> Plan:
         window = data.get("window", [])
         if not isinstance(window, list):
             raise ValueError(f"window {window!r} is not a list")
-        plan = Plan(int(data["generation"]), str(data["player"]), str(data["start"]), tuple(map(str, window)))
+        plays = str(data.get("selfplay_model", data["player"]))  # absent in plans written before teachers
+        plan = Plan(int(data["generation"]), str(data["player"]), str(data["start"]), tuple(map(str, window)),
+                    teacher=plays if plays != str(data["player"]) else None)
         if data["gen"] != plan.gen:
             raise ValueError(f"gen {data['gen']!r} is not {plan.gen!r}")
     except Exception as exc:  # a damaged or hand-edited file
@@ -209,6 +219,9 @@ def begin(params: Params, root: Path, generation: int) -> Plan:
     ``dvc.lock`` no longer holds (once the plan has moved dvc.yaml's paths past them), then
     name the training window with their hashes."""
     plan = make_plan(params, root, generation)
+    if plan.teacher and enabled(root) and "${selfplay_model}" not in (Path(root) / "dvc.yaml").read_text():
+        raise TriError(f"{Path(root).resolve()}: has {plan.teacher} but its dvc.yaml (from an older tri) has self-play "
+                       "played by ${player}; make the project again with tri new --teacher")
     write_plan(root, plan)
     if enabled(root) and generation > 1:
         archive = [p for g in range(1, generation) for p in layout.generation_outputs(_HERE, g)
