@@ -33,6 +33,11 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 # Games registered before their first learning run: no champion ships yet, and
 # `tri play GAME` falls back to greedy. Empty this as their champions land.
 AWAITING_CHAMPION: tuple[str, ...] = ()
+# The settings over the recipe of a champion distilled from a teacher: the triangle's (README,
+# ablation line 48: line 47's distillation, 1,024 games a generation, the arena on 200 seeds).
+DISTILLED = {"triangle": {("mcts", "value_scale"): 1.15, ("selfplay", "games"): 1024,
+                          ("train", "samples_per_position"): 14.0, ("train", "max_steps"): 4000,
+                          ("train", "reanalyse"): False, ("arena", "games"): 200}}
 SHIPS = sorted(set(GAMES) - set(AWAITING_CHAMPION))
 
 
@@ -63,6 +68,11 @@ def test_the_shipped_champion_matches_its_card(game):
     for section, setting in (("train", "reanalyse"), ("mcts", "afterstates"), ("train", "luck_samples")):
         kept = getattr(recipe, section).model_copy(update={setting: getattr(getattr(params, section), setting)})
         recipe = recipe.model_copy(update={section: kept})
+    # A champion distilled from a teacher (tri new --teacher) trained with the settings its
+    # project's params.yaml set over the recipe, each listed here; nothing else may differ.
+    if "--teacher" in card.training.project:
+        for (section, setting), value in DISTILLED[game].items():
+            recipe = recipe.model_copy(update={section: getattr(recipe, section).model_copy(update={setting: value})})
     assert params == recipe
     for member in card.members or [card]:  # an ensemble (tri ensemble): each network's own training
         assert member.training.tag == f"tri/gen-{member.generation:04d}"
@@ -220,10 +230,10 @@ def test_a_card_s_search_settings_go_over_its_params():
     plain = champions.champion("tictactoe")[1]
     assert plain.search == {} and plain.mcts == Params(**plain.params).mcts
     triangle = champions.champion("triangle")[1]  # trained in auto (bfloat16 there) one leaf a call,
-    trained = Params(**triangle.params).mcts       # plays in float32, 4 leaves a call, values x 1.15
+    trained = Params(**triangle.params).mcts       # plays in float32, 4 leaves a call (values x 1.15 both)
     assert trained.precision == "auto" and trained.leaves_per_step == 1 and trained.afterstates
-    assert trained.value_scale == 1.0
-    settings = {"precision": "float32", "leaves_per_step": 4, "value_scale": 1.15}
+    assert trained.value_scale == 1.15
+    settings = {"precision": "float32", "leaves_per_step": 4}
     assert triangle.search == settings and triangle.mcts == trained.model_copy(update=settings)
     card = champions.champion("connect4")[1]  # remeasured with its search settings over its params
     trained = Params(**card.params).mcts

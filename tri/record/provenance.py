@@ -85,7 +85,7 @@ def teacher_tags(root: Path) -> dict[str, str]:
         return {}
     try:
         return {"tri.teacher": load_checkpoint(teacher, ensemble=True).model_id}
-    except Exception:  # a damaged file: self-play says so; the record goes on without the tag
+    except Exception:  # a damaged file: self-play fails on it with its own error; the record says so
         return {"tri.teacher": "unreadable"}
 
 
