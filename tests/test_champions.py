@@ -318,7 +318,7 @@ def test_a_card_names_the_network_its_project_went_on_from(tmp_path):
     import shutil
 
     from tri import layout
-    from tri.record.publish import _started_from
+    from tri.record.lineage import started_from as _started_from
 
     project = tmp_path / "p"
     assert _started_from(project, "tictactoe") == ""
@@ -335,7 +335,7 @@ def test_a_card_names_the_teacher_of_its_project(tmp_path):
     import shutil
 
     from tri import layout
-    from tri.record.publish import _taught_by
+    from tri.record.lineage import taught_by as _taught_by
 
     project = tmp_path / "p"
     assert _taught_by(project, "tictactoe") == ""

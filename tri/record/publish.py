@@ -45,6 +45,7 @@ from tri.ensemble import ensemble_of, members_of
 from tri.net import Checkpoint, load_checkpoint, save_checkpoint
 from tri.players import trees_per_move
 from tri.record import mlstore
+from tri.record.lineage import started_from, taught_by
 from tri.record.outputs import GENERATION_SECONDS, read_metric
 from tri.record.versioning import git_run
 
@@ -343,50 +344,12 @@ def _training(project: Path, game: str, log: list[dict], generation: int, loop: 
     tag = f"tri/gen-{generation:04d}"  # _promotion checked that it exists
     commit = git_run(project, "rev-parse", f"{tag}^{{commit}}")
     upto = [e for e in log if int(e["generation"]) <= generation]
-    made = (f"tri new {project.name} --game {game}{_started_from(project, game, folder)}"
-            f"{_taught_by(project, game, folder)}")
+    made = f"tri new {project.name} --game {game}{started_from(project, game, folder)}{taught_by(project, game, folder)}"
     return Training(project=made, loop=loop,
                     tag=tag, project_commit=commit.stdout.strip(), tri_commit=tri_commit,
                     generations=len({int(e["generation"]) for e in upto}),
                     promoted=sum(bool(e.get("promoted")) for e in upto),
                     wall_minutes=_generation_seconds(project, game, generation) / 60, machine=machine())
-
-
-def _started_from(project: Path, game: str, folder: Path | None = None) -> str:
-    """`` --from ...`` where the project went on from a network (``tri new --from``): ``champion``
-    when it is the game's shipped champion (before a publish replaces it), else the start's
-    model id; empty for fresh weights."""
-    start = layout.start_path(project)
-    if not start.is_file():
-        return ""
-    model_id = load_checkpoint(start).model_id
-    try:
-        card = champion(game, folder)[1]
-    except TriError:  # no champion shipped for the game
-        return f" --from models/start.pt (model {model_id})"
-    if model_id == card.model_id:
-        return " --from champion"
-    ids = [m.model_id for m in card.members]
-    if model_id in ids:  # tri new --from an ensemble champion starts from one of its networks
-        k = ids.index(model_id) + 1
-        return f" --from champion (model {model_id})" if k == 1 else \
-            f" --from champion --member {k} (model {model_id})"
-    return f" --from models/start.pt (model {model_id})"
-
-
-def _taught_by(project: Path, game: str, folder: Path | None = None) -> str:
-    """`` --teacher ...`` where a teacher played the project's self-play (``tri new --teacher``):
-    ``champion`` when it is the game's shipped champion (before a publish replaces it), with its
-    model id either way; empty without one."""
-    teacher = layout.teacher_path(project)
-    if not teacher.is_file():
-        return ""
-    model_id = load_checkpoint(teacher, ensemble=True).model_id
-    try:
-        shipped = champion(game, folder)[1].model_id
-    except TriError:  # no champion shipped for the game
-        shipped = None
-    return f" --teacher {'champion' if model_id == shipped else 'models/teacher.pt'} (model {model_id})"
 
 
 def _generation_seconds(project: Path, game: str, generation: int) -> float:

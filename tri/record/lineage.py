@@ -1,0 +1,50 @@
+"""Where a project's networks came from, as the ``tri new`` options a champion's card writes in
+its project command: ``--from`` (the network generation 0 went on from) and ``--teacher`` (the
+network that played its self-play), each named ``champion`` when it is the game's shipped
+champion, and by model id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tri import layout
+from tri.champions import champion
+from tri.errors import TriError
+from tri.net import load_checkpoint
+
+
+def started_from(project: Path, game: str, folder: Path | None = None) -> str:
+    """`` --from ...`` where the project went on from a network (``tri new --from``): ``champion``
+    when it is the game's shipped champion (before a publish replaces it), else the start's
+    model id; empty for fresh weights."""
+    start = layout.start_path(project)
+    if not start.is_file():
+        return ""
+    model_id = load_checkpoint(start).model_id
+    try:
+        card = champion(game, folder)[1]
+    except TriError:  # no champion shipped for the game
+        return f" --from models/start.pt (model {model_id})"
+    if model_id == card.model_id:
+        return " --from champion"
+    ids = [m.model_id for m in card.members]
+    if model_id in ids:  # tri new --from an ensemble champion starts from one of its networks
+        k = ids.index(model_id) + 1
+        return f" --from champion (model {model_id})" if k == 1 else \
+            f" --from champion --member {k} (model {model_id})"
+    return f" --from models/start.pt (model {model_id})"
+
+
+def taught_by(project: Path, game: str, folder: Path | None = None) -> str:
+    """`` --teacher ...`` where a teacher played the project's self-play (``tri new --teacher``):
+    ``champion`` when it is the game's shipped champion (before a publish replaces it), with its
+    model id either way; empty without one."""
+    teacher = layout.teacher_path(project)
+    if not teacher.is_file():
+        return ""
+    model_id = load_checkpoint(teacher, ensemble=True).model_id
+    try:
+        shipped = champion(game, folder)[1].model_id
+    except TriError:  # no champion shipped for the game
+        shipped = None
+    return f" --teacher {'champion' if model_id == shipped else 'models/teacher.pt'} (model {model_id})"
