@@ -76,15 +76,15 @@ def new_cmd(folder: Path, game_name: str, source: str | None, member: int | None
         teacher_file = _checkpoint(teacher, game_name)
         taught = load_checkpoint(teacher_file, game or make_game(params.game), ensemble=True)
     with tempfile.TemporaryDirectory() as tmp:
-        picked = ""
-        if start is not None and (ckpt.members > 1 or member not in (None, 1)):  # training takes one network
-            if (member or 1) > ckpt.members:
-                raise TriError(f"tri new: --member {member}: {source} has {ckpt.members} "
+        picked, k = "", member or 1
+        if start is not None and (ckpt.members > 1 or k > 1):  # training takes one network
+            if k > ckpt.members:
+                raise TriError(f"tri new: --member {k}: {source} has {ckpt.members} "
                                f"network{'s' if ckpt.members > 1 else ''}")
-            ckpt = members_of(ckpt)[(member or 1) - 1]
+            ckpt = members_of(ckpt)[k - 1]
             start = Path(tmp) / "start.pt"
             save_checkpoint(ckpt, start)
-            picked = ", its first network" if (member or 1) == 1 else f", its network {member}"
+            picked = ", its first network" if k == 1 else f", its network {k}"
         root = new_project(folder, params, start=start, teacher=teacher_file)
     began = f", generation 0 from {source}{picked} (model id {ckpt.model_id})" if source is not None else ""
     taught_by = (f"; self-play by the teacher {teacher} (model id {taught.model_id})"

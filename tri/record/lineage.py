@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tri import layout
-from tri.champions import champion
+from tri.champions import ChampionCard, champion
 from tri.errors import TriError
 from tri.net import load_checkpoint
 
@@ -20,10 +20,8 @@ def started_from(project: Path, game: str, folder: Path | None = None) -> str:
     start = layout.start_path(project)
     if not start.is_file():
         return ""
-    model_id = load_checkpoint(start).model_id
-    try:
-        card = champion(game, folder)[1]
-    except TriError:  # no champion shipped for the game
+    model_id, card = load_checkpoint(start).model_id, _shipped(game, folder)
+    if card is None:
         return f" --from models/start.pt (model {model_id})"
     if model_id == card.model_id:
         return " --from champion"
@@ -42,9 +40,14 @@ def taught_by(project: Path, game: str, folder: Path | None = None) -> str:
     teacher = layout.teacher_path(project)
     if not teacher.is_file():
         return ""
-    model_id = load_checkpoint(teacher, ensemble=True).model_id
+    model_id, card = load_checkpoint(teacher, ensemble=True).model_id, _shipped(game, folder)
+    named = "champion" if card is not None and model_id == card.model_id else "models/teacher.pt"
+    return f" --teacher {named} (model {model_id})"
+
+
+def _shipped(game: str, folder: Path | None) -> ChampionCard | None:
+    """The card of the game's shipped champion, or None if none ships."""
     try:
-        shipped = champion(game, folder)[1].model_id
-    except TriError:  # no champion shipped for the game
-        shipped = None
-    return f" --teacher {'champion' if model_id == shipped else 'models/teacher.pt'} (model {model_id})"
+        return champion(game, folder)[1]
+    except TriError:
+        return None
