@@ -423,6 +423,7 @@ def test_a_teacher_plays_every_generations_self_play(prefect_server, tmp_path):
         [e.experiment_id for e in MlflowClient(tracking_uri=uri).search_experiments()],
         "tags.`tri.kind` = 'generation'")
     assert [r.data.tags.get("tri.teacher") for r in runs] == [teacher.model_id]
+    assert "- Self-play: the teacher `models/teacher.pt` played" in runs[0].data.tags["mlflow.note.content"]
     copy = tmp_path / "copy"
     shutil.copytree(root, copy, symlinks=True)
     proc = dvc(copy, "repro", "--force")

@@ -197,6 +197,13 @@ def test_runs_params_metrics_and_provenance(project):
         assert m["9 timing/generation seconds"] == 30.0 and m["9 timing/phase arena seconds"] == 4.0
         assert m["2 training/final loss"] == pytest.approx(train["loss"], rel=1e-6)
         assert m["1 self-play/mean score"] > 0
+        # Its description (the run page's first box) tells the generation: who played, what trained, the verdict.
+        story = tags["mlflow.note.content"]
+        assert story.startswith(f"**Generation {g}** of `{root.name}` (triangle).")
+        assert f"played {PARAMS.selfplay.games:,} games, mean score {m['1 self-play/mean score']:.1f}" in story
+        assert f"{train['steps']:,} steps from `" in story and f"model id `{candidate.model_id}`" in story
+        assert f"difference {arena['diff_mean']:+.1f}" in story
+        assert ("**promoted**" if g != 2 else "**not promoted**") in story
     # The loop's run has one point per generation (step = generation) of each curve, with the values
     # of the generations' runs.
     for key in ("1 self-play/mean score", "2 training/final loss", "3 arena/candidate mean", "3 arena/best mean",

@@ -208,6 +208,32 @@ def metrics(inputs: Inputs, extra: Mapping[str, float], game_players: int) -> li
     return [(k, v, s) for (k, s), v in kept.items()]
 
 
+def summary(params: Params, paths: layout.GenerationPaths, inputs: Inputs) -> str:
+    """The generation in a few Markdown lines, the description of its MLflow run (the first
+    thing its page shows): who played self-play and how well, what training did from which
+    network, and the arena's verdict."""
+    lines = [f"**Generation {paths.generation}** of `{paths.root.name}` ({params.game.name})."]
+    g = inputs.games
+    plays = paths.relative(paths.selfplay_model)
+    who = f"the teacher `{plays}`" if paths.selfplayer is not None else f"the best model `{plays}`"
+    if g is not None and g.height:
+        lines.append(f"- Self-play: {who} played {g.height:,} games, mean score {float(g['score'].mean()):.1f}.")
+    t = inputs.train
+    steps = f"{int(t['steps']):,} steps" if isinstance(t.get("steps"), (int, float)) else "training"
+    folders = len([w for w in paths.window if w.is_dir()]) or 1
+    lines.append(f"- Training: {steps} from `{paths.relative(paths.start)}` on {folders} self-play "
+                 f"folder{'s' if folders > 1 else ''}; candidate model id `{inputs.model_id}`.")
+    a = inputs.arena
+    if a.paired:
+        result = (f"candidate {a.a.mean:.1f}, best {a.b.mean:.1f} on {a.games} paired seeds, difference "
+                  f"{a.diff_mean:+.1f} [{a.diff_low:+.1f}, {a.diff_high:+.1f}]")
+    else:
+        result = f"score rate {a.score_rate:.3f} over {a.games} games"
+    lines.append(f"- Arena against `{paths.relative(paths.player)}`: {result}; "
+                 f"**{'promoted' if inputs.promoted else 'not promoted'}** ({a.rule}).")
+    return "\n".join(lines) + "\n"
+
+
 def arena_markdown(result, generation: int | None = None, players: Mapping[str, str] | None = None) -> str:
     """The arena result as a Markdown table (what ``tri arena`` prints). Rows are named by role
     (``candidate``, ``best``), with the name the result gives the player when it is not the role

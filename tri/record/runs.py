@@ -330,7 +330,8 @@ def log_generation(params: Params, paths: layout.GenerationPaths, *, parent_run_
                 "tri.generation": str(generation),
                 "tri.model_id": inputs.model_id, "tri.candidate_sha256": inputs.sha256,
                 "tri.fingerprint": inputs.fingerprint, "tri.promoted": str(inputs.promoted).lower(),
-                "tri.logged": "false", **(tags or {})}
+                "tri.logged": "false", "mlflow.note.content": outputs.summary(params, paths, inputs),
+                **(tags or {})}
     if parent_run_id:
         run_tags["mlflow.parentRunId"] = parent_run_id
     run = client.create_run(exp, run_name=f"gen-{generation:04d}", tags=run_tags, start_time=start_time_ms)
