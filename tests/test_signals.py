@@ -105,6 +105,14 @@ def loop_runs(root: Path) -> dict[str, str]:
     return {r.info.run_id: r.info.status for r in runs if r.data.tags.get("tri.kind") == "loop"}
 
 
+def loop_descriptions(root: Path) -> dict[str, str | None]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlstore.store(root).tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name("tri-triangle").experiment_id])
+    return {r.info.run_id: r.data.tags.get("mlflow.note.content") for r in runs if r.data.tags.get("tri.kind") == "loop"}
+
+
 def flow_runs(root: Path) -> dict[str, tuple[str, str, str | None]]:
     """The project's Prefect flow runs, ``id: (name, state type, state message)``, from its server's
     database (read once the loop, and so its server, has stopped)."""
@@ -171,6 +179,9 @@ def test_every_way_of_stopping_the_loop_leaves_a_project_that_goes_on(tmp_path):
             assert seconds < 15, (what, seconds)
             new = {k: v for k, v in loop_runs(root).items() if k not in runs_before}
             assert list(new.values()) == ["KILLED"], (what, new)
+            story = loop_descriptions(root)[next(iter(new))]  # what its run page says first
+            assert story.startswith("**1 generation** recorded" if n == 0 else "No generation recorded") and \
+                "the loop was stopped." in story, (what, story)
             # Prefect tells the stop as a person would: Cancelled, with what was recorded.
             flows = sorted(v for k, v in flow_runs(root).items() if k not in flows_before and v[1] != "COMPLETED")
             kept = "the next tri loop redoes it (its finished self-play shards are kept)"

@@ -157,6 +157,8 @@ def test_runs_params_metrics_and_provenance(project):
     parent = client.get_run(project["parent"])
     assert parent.info.status == "FINISHED" and parent.data.tags["tri.kind"] == "loop"
     assert parent.info.run_name == "test-loop"
+    assert parent.data.tags["mlflow.note.content"].startswith(
+        "**3 generations** recorded (gen-0001 to gen-0003), 2 promoted: gen-0001, gen-0003; the loop ended.")
     for g, run in runs.items():
         tags, params = run.data.tags, run.data.params
         assert run.info.run_name == f"gen-{g:04d}" and run.info.status == "FINISHED"

@@ -106,7 +106,25 @@ def end_loop(root: Path, run_id: str | None, status: str = "FINISHED", *,
         raise TriError(f"run status {status!r}: expected FINISHED, FAILED or KILLED")
     client, _ = mlstore.open_store(Path(root).resolve(), runtime, create=False)
     if client is not None:
-        client.set_terminated(run_id, status)
+        client.set_terminated(run_id, status)  # first: the status matters more than the description
+        client.set_tag(run_id, "mlflow.note.content", _loop_summary(client, run_id, status))
+
+
+def _loop_summary(client, run_id: str, status: str) -> str:
+    """A loop run's description: the generations recorded under it, the promoted ones, how it ended."""
+    exp = client.get_run(run_id).info.experiment_id
+    found = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{run_id}' and tags.`tri.logged` = 'true'",
+                               max_results=50_000)
+    gens = {int(r.data.tags["tri.generation"]): r.data.tags.get("tri.promoted") == "true" for r in found
+            if r.data.tags.get("tri.generation", "").isdigit()}
+    ended = {"FINISHED": "ended", "KILLED": "was stopped", "FAILED": "failed"}[status]
+    if not gens:
+        return f"No generation recorded; the loop {ended}.\n"
+    promoted = [f"gen-{g:04d}" for g in sorted(gens) if gens[g]]
+    return (f"**{len(gens)} generation{'s' if len(gens) > 1 else ''}** recorded (gen-{min(gens):04d} to "
+            f"gen-{max(gens):04d}), {len(promoted)} promoted{(': ' + ', '.join(promoted)) if promoted else ''}; "
+            f"the loop {ended}. Curves: Model metrics; every generation of the project: Artifacts, "
+            f"generations.md.\n")
 
 
 def close_stale_runs(root: Path, *, runtime: Runtime | None = None) -> list[str]:
