@@ -220,9 +220,9 @@ def summary(params: Params, paths: layout.GenerationPaths, inputs: Inputs) -> st
         lines.append(f"- Self-play: {who} played {g.height:,} games, mean score {float(g['score'].mean()):.1f}.")
     t = inputs.train
     steps = f"{int(t['steps']):,} steps" if isinstance(t.get("steps"), (int, float)) else "training"
-    folders = len([w for w in paths.window if w.is_dir()]) or 1
+    folders = sum(w.is_dir() for w in paths.window)
     lines.append(f"- Training: {steps} from `{paths.relative(paths.start)}` on {folders} self-play "
-                 f"folder{'s' if folders > 1 else ''}; candidate model id `{inputs.model_id}`.")
+                 f"folder{'' if folders == 1 else 's'}; candidate model id `{inputs.model_id}`.")
     a = inputs.arena
     if a.paired:
         result = (f"candidate {a.a.mean:.1f}, best {a.b.mean:.1f} on {a.games} paired seeds, difference "

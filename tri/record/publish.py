@@ -344,7 +344,8 @@ def _training(project: Path, game: str, log: list[dict], generation: int, loop: 
     tag = f"tri/gen-{generation:04d}"  # _promotion checked that it exists
     commit = git_run(project, "rev-parse", f"{tag}^{{commit}}")
     upto = [e for e in log if int(e["generation"]) <= generation]
-    made = f"tri new {project.name} --game {game}{started_from(project, game, folder)}{taught_by(project, game, folder)}"
+    made = (f"tri new {project.name} --game {game}{started_from(project, game, folder)}"
+            f"{taught_by(project, game, folder)}")
     return Training(project=made, loop=loop,
                     tag=tag, project_commit=commit.stdout.strip(), tri_commit=tri_commit,
                     generations=len({int(e["generation"]) for e in upto}),

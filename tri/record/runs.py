@@ -113,18 +113,15 @@ def end_loop(root: Path, run_id: str | None, status: str = "FINISHED", *,
 def _loop_summary(client, run_id: str, status: str) -> str:
     """A loop run's description: the generations recorded under it, the promoted ones, how it ended."""
     exp = client.get_run(run_id).info.experiment_id
-    found = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{run_id}' and tags.`tri.logged` = 'true'",
-                               max_results=50_000)
-    gens = {int(r.data.tags["tri.generation"]): r.data.tags.get("tri.promoted") == "true" for r in found
-            if r.data.tags.get("tri.generation", "").isdigit()}
+    rows = _generations(client, exp, f"tags.`mlflow.parentRunId` = '{run_id}'")
     ended = {"FINISHED": "ended", "KILLED": "was stopped", "FAILED": "failed"}[status]
-    if not gens:
+    if not rows:
         return f"No generation recorded; the loop {ended}.\n"
-    promoted = [f"gen-{g:04d}" for g in sorted(gens) if gens[g]]
-    return (f"**{len(gens)} generation{'s' if len(gens) > 1 else ''}** recorded (gen-{min(gens):04d} to "
-            f"gen-{max(gens):04d}), {len(promoted)} promoted{(': ' + ', '.join(promoted)) if promoted else ''}; "
-            f"the loop {ended}. Curves: Model metrics; every generation of the project: Artifacts, "
-            f"generations.md.\n")
+    promoted = [f"gen-{r['generation']:04d}" for r in rows if r["promoted"]]
+    return (f"**{len(rows)} generation{'s' if len(rows) > 1 else ''}** recorded (gen-{rows[0]['generation']:04d} "
+            f"to gen-{rows[-1]['generation']:04d}), {len(promoted)} promoted"
+            f"{(': ' + ', '.join(promoted)) if promoted else ''}; the loop {ended}. Curves: Model metrics; "
+            f"every generation of the project: Artifacts, generations.md.\n")
 
 
 def close_stale_runs(root: Path, *, runtime: Runtime | None = None) -> list[str]:
@@ -248,10 +245,11 @@ def _summarize_in_parent(client, parent_run_id: str, latest: Mapping[str, float]
         client.log_batch(parent_run_id, metrics=points)
 
 
-def _generations(client, exp: str, project: str) -> list[dict]:
-    """A row (:data:`TABLE`) per generation the project has recorded, from its runs."""
-    found = client.search_runs([exp], f"tags.`tri.project` = '{project}' and tags.`tri.kind` = 'generation' "
-                                      "and tags.`tri.logged` = 'true'", max_results=50_000)
+def _generations(client, exp: str, where: str) -> list[dict]:
+    """A row (:data:`TABLE`) per generation recorded by the runs ``where`` selects (an MLflow
+    filter: a project's, or a loop's children), in generation order."""
+    found = client.search_runs([exp], f"{where} and tags.`tri.kind` = 'generation' and tags.`tri.logged` = 'true'",
+                               max_results=50_000)
     rows: dict[int, dict] = {}
     for run in sorted(found, key=lambda r: r.info.start_time or 0):  # the latest record of a generation wins
         m, g = run.data.metrics, int(run.data.tags.get("tri.generation", -1))
@@ -295,7 +293,7 @@ def _refresh_parent(client, parent_run_id: str, exp: str, project: str, root: Pa
     folder = root / mlstore.STORE_DIR / "staging" / uuid.uuid4().hex
     folder.mkdir(parents=True)
     try:
-        rows = _generations(client, exp, project)
+        rows = _generations(client, exp, f"tags.`tri.project` = '{project}'")
         (folder / "generations.md").write_text(generations_markdown(rows))
         (folder / "generations.csv").write_text(generations_csv(rows))
         points = report.learning_curve(root)
