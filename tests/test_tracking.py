@@ -199,7 +199,7 @@ def test_runs_params_metrics_and_provenance(project):
         assert m["9 timing/generation seconds"] == 30.0 and m["9 timing/phase arena seconds"] == 4.0
         assert m["2 training/final loss"] == pytest.approx(train["loss"], rel=1e-6)
         assert m["1 self-play/mean score"] > 0
-        # Its description (the run page's first box) tells the generation: who played, what trained, the verdict.
+        # Its description (Description, on the run's Overview page) tells the generation: who played, what trained, the verdict.
         story = tags["mlflow.note.content"]
         assert story.startswith(f"**Generation {g}** of `{root.name}` (triangle).")
         assert f"played {PARAMS.selfplay.games:,} games, mean score {m['1 self-play/mean score']:.1f}" in story

@@ -209,8 +209,8 @@ def metrics(inputs: Inputs, extra: Mapping[str, float], game_players: int) -> li
 
 
 def summary(params: Params, paths: layout.GenerationPaths, inputs: Inputs) -> str:
-    """The generation in a few Markdown lines, the description of its MLflow run (the first
-    thing its page shows): who played self-play and how well, what training did from which
+    """The generation in a few Markdown lines, the description of its MLflow run (Description,
+    on the run's Overview page): who played self-play and how well, what training did from which
     network, and the arena's verdict."""
     lines = [f"**Generation {paths.generation}** of `{paths.root.name}` ({params.game.name})."]
     g = inputs.games
