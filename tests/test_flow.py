@@ -21,6 +21,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from tri import layout
 from tri.params_yaml import dump_params
@@ -384,6 +385,30 @@ def test_the_newer_games_go_through_the_versioned_flow(prefect_server, tmp_path,
     proc = dvc(copy, "repro", "--force")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (copy / "dvc.lock").read_text() == before  # every output hash, byte for byte
+
+
+def test_games_a_project_starts_with_are_trained_on_and_pinned(prefect_server, tmp_path):
+    """``tri new --games``: generation 1 trains on the given folders (generation 0's self-play)
+    and its own, and ``dvc.lock`` pins them by hash; generation 2, whose window of 2 no longer
+    reaches generation 0, trains on generations 1 and 2 alone."""
+    from tests.pipeline_fixtures import game_of, write_synthetic_folder
+    from tri.record.project import new_project as tri_new
+    from tri.shards import count_positions
+
+    params = with_section(ALWAYS, "train", window=2)
+    folder = tmp_path / "other" / "gen-0003"
+    write_synthetic_folder(folder, game_of(params), games=8)
+    root = tri_new(tmp_path / "p", params, games=(folder,))
+    run_generations(root, params, 2)
+    rows = lambda f: count_positions(layout.shard_paths(f), game_of(params))  # noqa: E731
+    given, first, second = layout.start_games_dir(root, 1), layout.selfplay_dir(root, 1), layout.selfplay_dir(root, 2)
+    metrics = [json.loads(layout.train_metrics_path(root, g).read_text()) for g in (1, 2)]
+    assert [m["window_positions"] for m in metrics] == [rows(given) + rows(first), rows(first) + rows(second)]
+    md5 = yaml.safe_load((given.parent / "start-01.dvc").read_text())["outs"][0]["md5"]
+    locked = git(root, "show", "tri/gen-0001:dvc.lock")
+    assert f"data/selfplay/start-01 {md5}" in locked
+    assert "start-01" not in (root / "dvc.lock").read_text()
+    assert versioning.dvc_status_clean(root)
 
 
 def test_a_teacher_plays_every_generations_self_play(prefect_server, tmp_path):

@@ -145,3 +145,56 @@ def test_tri_new_member_starts_from_that_network_of_an_ensemble(tmp_path):
         bad = tri_cli("new", tmp_path / "q", "--game", "tictactoe", *args, cwd=tmp_path)
         assert bad.returncode == 1 and message in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "q").exists()
+
+
+def test_tri_new_games_start_the_project_with_another_run_s_self_play(tmp_path):
+    """``tri new --games``: each folder's shards are copied, in order, to ``data/selfplay/start-KK``
+    and tracked by DVC in the first commit; they are generation 0's self-play, so the replay window
+    of a generation whose ``train.window`` reaches generation 0 holds them (the plan names each
+    with its hash), and one whose window does not, none."""
+    from tests.pipeline_fixtures import PARAMS, game_of, with_section, write_synthetic_folder
+    from tri import layout
+    from tri.record import versioning
+
+    folders = [tmp_path / "run" / f"gen-000{k}" for k in (1, 2)]
+    for k, folder in enumerate(folders):
+        write_synthetic_folder(folder, game_of(PARAMS), games=6, seed=k)
+    root = new_project(tmp_path / "p", PARAMS, games=tuple(folders))
+    given = layout.start_games_dirs(root)
+    assert [g.name for g in given] == ["start-01", "start-02"]
+    for folder, copy in zip(folders, given):
+        names = sorted(p.name for p in folder.iterdir())
+        assert sorted(p.name for p in copy.iterdir()) == names
+        assert all((copy / n).read_bytes() == (folder / n).read_bytes() for n in names)
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, check=True).stdout
+    assert git("status", "--porcelain") == ""
+    assert git("ls-files", "data/selfplay").split() == [
+        "data/selfplay/.gitignore", "data/selfplay/start-01.dvc", "data/selfplay/start-02.dvc"]
+    assert layout.window_dirs(root, 0, 1) == given
+    plan = versioning.begin(with_section(PARAMS, "train", window=2), root, 1)
+    hashes = [yaml_md5(root / f"data/selfplay/start-0{k}.dvc") for k in (1, 2)]
+    assert plan.window == (f"data/selfplay/start-01 {hashes[0]}", f"data/selfplay/start-02 {hashes[1]}")
+    assert versioning.begin(with_section(PARAMS, "train", window=2), root, 2).window == ()  # gen 1 not run
+    assert versioning.begin(with_section(PARAMS, "train", window=1), root, 1).window == ()
+
+
+def yaml_md5(dvc_file) -> str:
+    import yaml
+
+    return yaml.safe_load(dvc_file.read_text())["outs"][0]["md5"]
+
+
+def test_tri_new_games_refuses_what_is_not_self_play_of_the_game(tmp_path):
+    """A folder without shards, or with another configuration's: one line, exit 1, no project."""
+    from tests.pipeline_fixtures import PARAMS, assert_clean_error, game_of, write_synthetic_folder
+
+    (tmp_path / "empty").mkdir()
+    write_synthetic_folder(tmp_path / "small", game_of(PARAMS), games=4)  # PARAMS' small board
+    (tmp_path / "lone").mkdir()
+    write_synthetic_folder(tmp_path / "lone", game_of(PARAMS), games=4)
+    next((tmp_path / "lone").glob("*.games.parquet")).unlink()
+    for folder, needle in [("empty", "no self-play shards"), ("small", "a different triangle configuration"),
+                           ("lone", "has no game summaries beside it"), ("missing", "does not exist")]:
+        proc = tri_cli("new", tmp_path / "p", "--game", "triangle", "--games", tmp_path / folder, cwd=tmp_path)
+        assert_clean_error(proc, 2 if folder == "missing" else 1, needle)
+        assert not (tmp_path / "p").exists()

@@ -14,6 +14,9 @@ plays, a candidate is trained, the arena decides. Numbers are zero-padded::
     models/generation.yaml                the generation dvc.yaml describes (written between generations)
     models/.generation.lock               held while a generation runs
     data/selfplay/gen-NNNN/               self-play of generation N (by the best model then, or the teacher)
+    data/selfplay/start-KK/               games the project starts with (tri new --games: self-play folders
+                                          of other runs, in the order given), generation 0's self-play:
+                                          the windows of the first train.window - 1 generations hold them
         shard-SSS.parquet                 positions (schema: tri.shards)
         shard-SSS.games.parquet           one summary row per game
     data/train/gen-NNNN/metrics.json      training summary; losses.csv: loss per step
@@ -155,10 +158,23 @@ def selfplay_dir(root: Path, generation: int) -> Path:
     return Path(root) / "data" / "selfplay" / _gen(generation)
 
 
+def start_games_dir(root: Path, k: int) -> Path:
+    """The ``k``-th (from 1) folder of games the project starts with (``tri new --games``)."""
+    return Path(root) / "data" / "selfplay" / f"start-{k:02d}"
+
+
+def start_games_dirs(root: Path) -> list[Path]:
+    """The folders of games the project starts with, in the order ``tri new --games`` gave them."""
+    folders = (Path(root) / "data" / "selfplay").glob("start-[0-9][0-9]")
+    return sorted(f for f in folders if f.is_dir())
+
+
 def window_dirs(root: Path, generation: int, window: int) -> list[Path]:
     """Self-play folders of the last ``window`` generations up to ``generation``, oldest first,
-    that exist."""
-    folders = [selfplay_dir(root, g) for g in range(max(0, generation - window + 1), generation + 1)]
+    that exist; generation 0's are the games the project starts with (:func:`start_games_dirs`)."""
+    folders = []
+    for g in range(max(0, generation - window + 1), generation + 1):
+        folders += start_games_dirs(root) if g == 0 else [selfplay_dir(root, g)]
     return [f for f in folders if f.exists()]
 
 

@@ -22,6 +22,7 @@ from tri.params_yaml import changed_defaults, describe_params, dump_params
 from tri.record import stores, versioning
 from tri.record.project import new_project
 from tri.record.report import learning_curve, plot
+from tri.resources import plural
 from tri.selfplay import check_params
 
 
@@ -59,7 +60,14 @@ def _note_changed_defaults(path: Path, params) -> None:
                    "shape are fine) plays every generation's self-play instead of the best model, so the "
                    "candidates learn from its games while the arena still gates them against the best. "
                    "Copied into the project as models/teacher.pt; it plays with params.yaml's mcts.")
-def new_cmd(folder: Path, game_name: str, source: str | None, member: int | None, teacher: str | None) -> None:
+@click.option("--games", "games", multiple=True, metavar="FOLDER",
+              type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="A self-play folder of another run of this game (repeatable, oldest first): its games are "
+                   "copied into the project as data/selfplay/start-01, start-02, ... (DVC-tracked), "
+                   "generation 0's self-play, so the replay windows of generations 1 to train.window - 1 "
+                   "hold them (raise train.window to keep them all).")
+def new_cmd(folder: Path, game_name: str, source: str | None, member: int | None, teacher: str | None,
+            games: tuple[Path, ...]) -> None:
     """Create a ready project in FOLDER (missing or empty): params.yaml with the game's measured
     recipe written out in full (each setting described), dvc.yaml, git and DVC initialised and
     a first commit. Then: tri loop --root FOLDER --generations N."""
@@ -85,11 +93,12 @@ def new_cmd(folder: Path, game_name: str, source: str | None, member: int | None
             start = Path(tmp) / "start.pt"
             save_checkpoint(ckpt, start)
             picked = ", its first network" if k == 1 else f", its network {k}"
-        root = new_project(folder, params, start=start, teacher=teacher_file)
+        root = new_project(folder, params, start=start, teacher=teacher_file, games=games)
     began = f", generation 0 from {source}{picked} (model id {ckpt.model_id})" if source is not None else ""
     taught_by = (f"; self-play by the teacher {teacher} (model id {taught.model_id})"
                  if teacher is not None else "")
-    click.echo(f"created {root}: a project for {game_name} (params.yaml: its measured recipe{began}{taught_by}); "
+    given = f"; generation 0's self-play: {plural(len(games), 'folder')} of games (--games)" if games else ""
+    click.echo(f"created {root}: a project for {game_name} (params.yaml: its measured recipe{began}{taught_by}{given}); "
                f"next: tri loop --root {folder} --generations 1")
 
 
