@@ -175,7 +175,13 @@ def test_every_way_of_stopping_the_loop_leaves_a_project_that_goes_on(tmp_path):
             assert proc.returncode == -signal.SIGKILL
         else:
             assert proc.returncode == 130, (what, proc.returncode, err)
-            assert err.strip() == STOPPED and "Traceback" not in out, (what, err)
+            said = err.strip().splitlines()
+            assert said[0] == STOPPED and "Traceback" not in out, (what, err)
+            # ... and why git status is not clean: what the stopped generation began.
+            pending = versioning.uncommitted(root)
+            assert "models/generation.yaml" in pending and any(p.endswith(".dvc") for p in pending), pending
+            assert len(said) == 2 and said[1].startswith(f"tri loop: git status shows {', '.join(pending[:3])}") and \
+                said[1].endswith("its commit takes them when tri loop runs it again"), (what, err)
             assert seconds < 15, (what, seconds)
             new = {k: v for k, v in loop_runs(root).items() if k not in runs_before}
             assert list(new.values()) == ["KILLED"], (what, new)

@@ -148,7 +148,21 @@ def loop_cmd(root: Path, generations: int | None, minutes: float | None, plateau
     except KeyboardInterrupt:
         click.echo("tri loop: stopped; the generation in flight was not recorded (run tri loop again to "
                    "redo it)", err=True)
+        _explain_uncommitted(root)
         raise click.exceptions.Exit(130) from None
+
+
+def _explain_uncommitted(root: Path) -> None:
+    """After a stop, say why ``git status`` is not clean: what the stopped generation began."""
+    try:
+        paths = versioning.uncommitted(root)
+    except TriError:  # git missing or broken: the stop message stands alone
+        return
+    if paths:
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        click.echo(f"tri loop: git status shows {shown}: what the stopped generation began (its plan, and "
+                   "the earlier generations' outputs it archived with DVC); its commit takes them when tri "
+                   "loop runs it again", err=True)
 
 
 @click.command("curve")

@@ -300,6 +300,16 @@ def git_commit(root: Path, message: str, *, tag: str | None = None) -> str:
     return commit
 
 
+def uncommitted(root: Path) -> list[str]:
+    """The paths ``git status`` shows changed or untracked (each file), none in a plain folder:
+    after a stop, the plan of the generation in flight and the earlier generations' outputs it
+    archived (``.dvc`` files), which its commit takes when it is run again."""
+    if not enabled(root):
+        return []
+    lines = git_run(root, "status", "--porcelain", "-uall").stdout.splitlines()
+    return [line[3:] for line in lines if line.strip()]
+
+
 def recover(root: Path) -> int | None:
     """Finish the record of a generation whose decision was logged but which was stopped (or
     killed) before its git commit and tag: commit and tag it now. Call with the project lock
