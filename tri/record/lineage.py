@@ -1,7 +1,7 @@
 """Where a project's networks came from, as the ``tri new`` options a champion's card writes in
 its project command: ``--from`` (the network generation 0 went on from) and ``--teacher`` (the
 network that played its self-play), each named ``champion`` when it is the game's shipped
-champion, and by model id."""
+champion, and by model id; ``--games`` (the games it started with), by how many."""
 
 from __future__ import annotations
 
@@ -43,6 +43,18 @@ def taught_by(project: Path, game: str, folder: Path | None = None) -> str:
     model_id, card = load_checkpoint(teacher, ensemble=True).model_id, _shipped(game, folder)
     named = "champion" if card is not None and model_id == card.model_id else "models/teacher.pt"
     return f" --teacher {named} (model {model_id})"
+
+
+def started_with(project: Path) -> str:
+    """`` --games ...`` where the project started with other runs' games (``tri new --games``):
+    how many folders and games; empty without them."""
+    import pyarrow.parquet as pq
+
+    folders = layout.start_games_dirs(project)
+    if not folders:
+        return ""
+    games = sum(pq.read_metadata(p).num_rows for f in folders for p in layout.games_paths(f))
+    return f" --games ... ({len(folders)} self-play folder{'s' if len(folders) > 1 else ''} of other runs, {games:,} games)"
 
 
 def _shipped(game: str, folder: Path | None) -> ChampionCard | None:

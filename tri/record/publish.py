@@ -45,7 +45,7 @@ from tri.ensemble import ensemble_of, members_of
 from tri.net import Checkpoint, load_checkpoint, save_checkpoint
 from tri.players import trees_per_move
 from tri.record import mlstore
-from tri.record.lineage import started_from, taught_by
+from tri.record.lineage import started_from, started_with, taught_by
 from tri.record.outputs import GENERATION_SECONDS, read_metric
 from tri.record.versioning import git_run
 
@@ -345,7 +345,7 @@ def _training(project: Path, game: str, log: list[dict], generation: int, loop: 
     commit = git_run(project, "rev-parse", f"{tag}^{{commit}}")
     upto = [e for e in log if int(e["generation"]) <= generation]
     made = (f"tri new {project.name} --game {game}{started_from(project, game, folder)}"
-            f"{taught_by(project, game, folder)}")
+            f"{taught_by(project, game, folder)}{started_with(project)}")
     return Training(project=made, loop=loop,
                     tag=tag, project_commit=commit.stdout.strip(), tri_commit=tri_commit,
                     generations=len({int(e["generation"]) for e in upto}),
