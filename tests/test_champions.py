@@ -347,6 +347,20 @@ def test_a_card_names_the_teacher_of_its_project(tmp_path):
     assert _taught_by(project, "tictactoe") == f" --teacher models/teacher.pt (model {other.model_id})"
 
 
+def test_a_card_counts_the_games_its_project_started_with(tmp_path):
+    """``tri new --games``: the card's project command says how many folders and games of other
+    runs the project started with; a project without them says nothing."""
+    from tests.pipeline_fixtures import PARAMS, game_of, write_synthetic_folder
+    from tri import layout
+    from tri.record.lineage import started_with
+
+    project = tmp_path / "p"
+    assert started_with(project) == ""
+    for k, games in ((1, 5), (2, 7)):
+        write_synthetic_folder(layout.start_games_dir(project, k), game_of(PARAMS), games=games, seed=k)
+    assert started_with(project) == " --games ... (2 self-play folders of other runs, 12 games)"
+
+
 def test_an_ensemble_card_lists_its_members(tmp_path, monkeypatch):
     """An ensemble champion's card (``tri champions publish --join`` or several ``--project``):
     each member's training in the Markdown and in ``tri champions``."""
