@@ -22,8 +22,10 @@ from pathlib import Path
 from tri import layout
 from tri.config import Params
 from tri.errors import TriError
+from tri.games import make_game
 from tri.params_yaml import describe_params
 from tri.record.versioning import git_run
+from tri.shards import check_shard
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # tri/record/project.py -> the checkout
 PROJECT_FILES = ("dvc.yaml", ".dvcignore", ".gitignore", ".dvc/config", ".dvc/plots.html")
@@ -112,9 +114,6 @@ def _dvc(root: Path, *args: str) -> None:
 def _check_games(folder: Path, params: Params) -> list[Path]:
     """The files of the self-play folder ``folder`` (its shards of ``params``' game and their
     game summaries), checked; :class:`TriError` (one line) if it is not such a folder."""
-    from tri.games import make_game
-    from tri.shards import check_shard
-
     if not folder.is_dir():
         raise TriError(f"tri new --games {folder}: not a folder")
     positions, summaries = layout.shard_paths(folder), layout.games_paths(folder)
