@@ -409,6 +409,12 @@ def test_games_a_project_starts_with_are_trained_on_and_pinned(prefect_server, t
     assert f"data/selfplay/start-01 {md5}" in locked
     assert "start-01" not in (root / "dvc.lock").read_text()
     assert versioning.dvc_status_clean(root)
+    from tri.record import outputs  # the generation's story, as its MLflow page tells it
+
+    for g, said in ((1, "on 2 self-play folders (1 of them the games the project started with, tri new --games)"),
+                    (2, "on 2 self-play folders; candidate")):
+        paths = layout.generation_paths(root, g, player="models/gen-0000.pt", start="models/gen-0000.pt", window=2)
+        assert said in outputs.summary(params, paths, outputs.read_inputs(params, paths))
 
 
 def test_a_teacher_plays_every_generations_self_play(prefect_server, tmp_path):

@@ -221,8 +221,10 @@ def summary(params: Params, paths: layout.GenerationPaths, inputs: Inputs) -> st
     t = inputs.train
     steps = f"{int(t['steps']):,} steps" if isinstance(t.get("steps"), (int, float)) else "training"
     folders = sum(w.is_dir() for w in paths.window)
+    given = len(set(paths.window) & set(layout.start_games_dirs(paths.root)))
+    started = f" ({given} of them the games the project started with, tri new --games)" if given else ""
     lines.append(f"- Training: {steps} from `{paths.relative(paths.start)}` on {folders} self-play "
-                 f"folder{'' if folders == 1 else 's'}; candidate model id `{inputs.model_id}`.")
+                 f"folder{'' if folders == 1 else 's'}{started}; candidate model id `{inputs.model_id}`.")
     a = inputs.arena
     if a.paired:
         result = (f"candidate {a.a.mean:.1f}, best {a.b.mean:.1f} on {a.games} paired seeds, difference "
