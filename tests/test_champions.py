@@ -273,7 +273,8 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
     card = champions.champion("connect4")[1]
     agent = players.make_agent(parse_spec("champion", game="connect4"), game, params.mcts, params.arena,
                                np.random.default_rng(0))
-    assert seen[-1] == {"precision": card.mcts.precision, "symmetrize": True, "distinct": False, "fast": False}
+    assert seen[-1] == {"precision": card.mcts.precision, "symmetrize": True, "distinct": False, "fast": False,
+                           "cache": 0}
     assert agent.params == card.mcts
     players.make_agent(parse_spec(str(champions.champion("connect4")[0]), game="connect4"), game, params.mcts,
                        params.arena, np.random.default_rng(0))
@@ -288,16 +289,18 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
     assert agent.simulations == card.simulations
     # Several trees per move (a search without afterstates): each distinct position once a step;
     # one tree, every position of a step. A single-player game's player searches through the
-    # folded snapshot either way; a two-player game's one tree through the model itself.
+    # folded snapshot either way, remembering what it evaluated; a two-player game's one tree
+    # through the model itself.
     sampled = params.mcts.model_copy(update={"afterstates": False, "precision": "float32"})
     path = str(champions.champion("triangle")[0])
     agent = players.make_agent(parse_spec(f"mcts:{path}:32x8", game="triangle"), game, sampled, params.arena,
                                np.random.default_rng(0))
     assert agent.determinizations == 8
-    assert seen[-1] == {"precision": "float32", "symmetrize": False, "distinct": True, "fast": True}
+    assert seen[-1] == {"precision": "float32", "symmetrize": False, "distinct": True, "fast": True,
+                        "cache": players.PLAYER_CACHE}
     players.make_agent(parse_spec(f"mcts:{path}:32x1", game="triangle"), game, sampled, params.arena,
                        np.random.default_rng(0))
-    assert seen[-1]["distinct"] is False and seen[-1]["fast"] is True
+    assert seen[-1]["distinct"] is False and seen[-1]["fast"] is True and seen[-1]["cache"] == players.PLAYER_CACHE
 
 
 def test_a_card_that_searches_with_afterstates_says_one_tree():

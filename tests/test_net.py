@@ -582,6 +582,39 @@ def test_distinct_evaluates_repeated_positions_once_with_the_same_results():
     assert seen == [4, 4]
 
 
+def test_cache_evaluates_each_position_once_across_calls_and_forgets_the_least_recently_used():
+    """``cache``: a position seen in an earlier call (or twice in one) does not go through the
+    network again, and gets the figures it got then; past ``capacity`` positions the least
+    recently used is forgotten and evaluated again when it comes back."""
+    game, model = _random_model("triangle", 0.3)
+    states = _midgame(game, 2)[:6]
+    seen = []
+    real_forward = model.forward
+    model.forward = lambda x: (seen.append(x.shape[0]), real_forward(x))[1]
+    plain, cached = make_evaluator(model, game), make_evaluator(model, game, cache=5)
+    p, legal, v = plain(states)
+    seen.clear()
+    first = cached(states[:4])
+    again = cached(np.concatenate([states[2:5], states[4:5], game.reseed(states[:1], np.array([7]))]))
+    assert seen == [4, 1]  # the second call: only states[4] is new (twice in it; states[0] under another seed)
+    for rows, out in ((slice(0, 4), first), ([2, 3, 4, 4, 0], again)):
+        np.testing.assert_array_equal(out[1], legal[rows])
+        np.testing.assert_allclose(out[0], p[rows], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out[2], v[rows], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(again[0][0], first[0][2])  # the remembered figures themselves
+    seen.clear()
+    cached(states[5:6])  # a sixth position: states[1], the least recently used, is forgotten
+    cached(states[0:1])  # remembered (used again in the second call)
+    assert seen == [1]
+    cached(states[1:2])  # forgotten, so evaluated again; states[2], now the oldest, is forgotten
+    cached(states[3:5])
+    assert seen == [1, 1]
+    cached(states[2:3])
+    assert seen == [1, 1, 1]
+    with pytest.raises(ValueError, match="at least one position"):
+        make_evaluator(model, game, cache=-1)
+
+
 def test_symmetrize_is_plain_without_symmetries_and_refused_where_actions_move_by_position():
     game, model = _random_model("triangle", 0.3)
     states = game.initial(np.arange(4))

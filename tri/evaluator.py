@@ -4,6 +4,9 @@ resolves to, optionally averaged over the game's symmetries (``mcts.symmetrize``
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+
 import numpy as np
 import torch
 
@@ -15,7 +18,8 @@ from tri.net import EnsembleNet, PolicyValueNet, masked_policy
 
 
 def make_evaluator(model: PolicyValueNet | EnsembleNet, game, device: str | torch.device = "cpu", *,
-                   fast: bool = False, precision: str = "float32", symmetrize: bool = False, distinct: bool = False):
+                   fast: bool = False, precision: str = "float32", symmetrize: bool = False, distinct: bool = False,
+                   cache: int = 0):
     """The search's ``evaluate(states [M, L]) -> (priors [M, A], legal [M, A], values [M])``:
     encode, one forward pass in inference mode on ``device`` (the model is moved there), masked
     softmax, decoded values. Whatever the device, the arrays come back as numpy on the CPU
@@ -33,6 +37,9 @@ def make_evaluator(model: PolicyValueNet | EnsembleNet, game, device: str | torc
     differ only after their first refill, so about 40% of the triangle champion's evaluations
     repeat another tree's; the results are the same up to float rounding (a convolution's
     kernel, and so its rounding, may change with the batch's size).
+    ``cache > 0``: remember the priors and values of that many positions, the most recently used
+    (:class:`EvaluationCache`), across calls: a position the network has seen (a transposition in
+    one tree, or a node of the last move's tree) is not evaluated again. Implies ``distinct``.
 
     An ensemble (:class:`~tri.net.EnsembleNet`, ``tri ensemble``) goes through a
     :class:`~tri.inference.StackedInferenceNet` (whatever ``fast`` says): each member's priors and
@@ -45,10 +52,13 @@ def make_evaluator(model: PolicyValueNet | EnsembleNet, game, device: str | torc
     elif fast or precision != "float32":
         model = InferenceNet(model, dtype=getattr(torch, precision)).to(device)
     symmetries = _averaged_symmetries(game) if symmetrize else ()
+    remembered = EvaluationCache(cache) if cache else None
 
     def evaluate(states):
         legal = game.legal(states)
         planes = game.encode(states)
+        if remembered is not None:
+            return remembered.evaluate(planes, legal, forward)
         if distinct:
             rows, back = distinct_rows(planes, legal)
             if rows.size < len(states):
@@ -102,6 +112,54 @@ def distinct_rows(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np
         if j == len(first):  # a pair not seen before
             first.append(i)
     return np.array(first, np.int64), back
+
+
+class EvaluationCache:
+    """The network's priors and values of the ``capacity`` positions used most recently, keyed by
+    a 128-bit hash of their input planes and legal actions (lc0's NNCache, KataGo's NN cache). In a
+    triangle search about a quarter of the positions a move evaluates are transpositions (two
+    placements in either order), and the next two moves of a cycle of three search mostly
+    positions the last move's tree evaluated. A cached position's figures are those the network
+    gave it in an earlier call, the same up to float rounding (a convolution's kernel may change
+    with the batch's size). About 1.5 kB a position for the triangle (its 360 priors)."""
+
+    def __init__(self, capacity: int):
+        if capacity < 1:
+            raise ValueError(f"an evaluation cache holds at least one position, not {capacity}")
+        self.capacity = capacity
+        self.entries: OrderedDict[bytes, tuple[np.ndarray, np.float32]] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def evaluate(self, planes: np.ndarray, legal: np.ndarray, forward) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``planes [M, C, H, W]``, ``legal [M, A]`` -> ``(priors [M, A], legal, values [M])``,
+        calling ``forward(planes [U, ...], legal [U, A])`` once on the U distinct positions not
+        cached (not at all when every one is)."""
+        m = len(planes)
+        rows = np.concatenate([np.ascontiguousarray(planes).reshape(m, -1).view(np.uint8),
+                               np.ascontiguousarray(legal).reshape(m, -1).view(np.uint8)], axis=1)
+        keys = [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in rows]
+        new: dict[bytes, int] = {}
+        for i, key in enumerate(keys):
+            if key not in self.entries:
+                new.setdefault(key, i)
+        self.misses += len(new)
+        self.hits += m - len(new)
+        found: dict[bytes, tuple[np.ndarray, np.float32]] = {}
+        if new:
+            first = np.fromiter(new.values(), np.int64, len(new))
+            priors, _, values = forward(planes[first], legal[first])
+            found = {key: (priors[j].copy(), values[j]) for j, key in enumerate(new)}
+        entries = self.entries
+        for key in keys:
+            if key in entries:
+                entries.move_to_end(key)
+        found.update((key, entries[key]) for key in keys if key not in found)
+        entries.update(found)
+        out_priors = np.stack([found[key][0] for key in keys]).astype(np.float32, copy=False)
+        out_values = np.array([found[key][1] for key in keys], np.float32)
+        while len(entries) > self.capacity:
+            entries.popitem(last=False)
+        return out_priors, legal, out_values
 
 
 def _averaged_symmetries(game) -> tuple:

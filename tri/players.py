@@ -15,6 +15,9 @@ from tri.resources import check_search
 from tri.yardsticks import AlphaBetaAgent, UctAgent
 
 
+PLAYER_CACHE = 1 << 15  # positions a fast-path player's evaluator remembers (about 50 MB for the triangle)
+
+
 class RandomAgent:
     def __init__(self, game: Game, rng: np.random.Generator):
         self.game, self.rng, self.name = game, rng, "random"
@@ -125,8 +128,11 @@ def player_evaluator(model, game: Game, search: MctsParams, trees: int, device: 
     games replay seed for seed: README, Benchmarks). A two-player game's one-tree player (and
     so its arena) keeps the model itself, which those champions' cards were measured through.
     Several trees (``trees > 1``, a chance game's costly move) evaluate each distinct position
-    of a step once (:func:`tri.evaluator.make_evaluator`'s ``distinct``). Either way the figures
+    of a step once (:func:`tri.evaluator.make_evaluator`'s ``distinct``). Both remember the
+    last :data:`PLAYER_CACHE` positions they evaluated (its ``cache``): a transposition, or a
+    node of the last move's tree, is not evaluated again. Either way the figures
     replay bit for bit on one machine, and a model card is measured through the same evaluator
     as ``tri play`` uses."""
+    fast = trees > 1 or game.num_players == 1
     return make_evaluator(model, game, device, precision=search.precision, symmetrize=search.symmetrize,
-                          distinct=trees > 1, fast=trees > 1 or game.num_players == 1)
+                          distinct=trees > 1, fast=fast, cache=PLAYER_CACHE if fast else 0)
