@@ -102,8 +102,7 @@ def distinct_rows(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np
     distinct (planes, legal) pair in order of appearance, and ``back [M]``, the index in ``rows``
     of each row's pair (so ``x[rows][back]`` repeats ``x``'s rows)."""
     m = len(planes)
-    key = np.concatenate([np.ascontiguousarray(planes).reshape(m, -1).view(np.uint8),
-                          np.ascontiguousarray(legal).reshape(m, -1).view(np.uint8)], axis=1)
+    key = _row_bytes(planes, legal)
     index: dict[bytes, int] = {}  # a row's bytes -> its pair's index in rows (np.unique on rows is far slower)
     first: list[int] = []
     back = np.empty(m, np.int64)
@@ -112,6 +111,13 @@ def distinct_rows(planes: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np
         if j == len(first):  # a pair not seen before
             first.append(i)
     return np.array(first, np.int64), back
+
+
+def _row_bytes(planes: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """``[M, bytes]``: each position's input planes and legal actions, the bytes that key it."""
+    m = len(planes)
+    return np.concatenate([np.ascontiguousarray(planes).reshape(m, -1).view(np.uint8),
+                           np.ascontiguousarray(legal).reshape(m, -1).view(np.uint8)], axis=1)
 
 
 class EvaluationCache:
@@ -135,9 +141,7 @@ class EvaluationCache:
         calling ``forward(planes [U, ...], legal [U, A])`` once on the U distinct positions not
         cached (not at all when every one is)."""
         m = len(planes)
-        rows = np.concatenate([np.ascontiguousarray(planes).reshape(m, -1).view(np.uint8),
-                               np.ascontiguousarray(legal).reshape(m, -1).view(np.uint8)], axis=1)
-        keys = [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in rows]
+        keys = [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in _row_bytes(planes, legal)]
         new: dict[bytes, int] = {}
         for i, key in enumerate(keys):
             if key not in self.entries:
