@@ -615,6 +615,32 @@ def test_cache_evaluates_each_position_once_across_calls_and_forgets_the_least_r
         make_evaluator(model, game, cache=-1)
 
 
+def test_a_player_with_the_cache_plays_the_same_game_evaluating_fewer_positions():
+    """The triangle champion's kind of search (one tree with afterstates, 4 leaves a call) through
+    the cache plays the moves the plain snapshot plays, with the same policies, and the network sees
+    fewer positions (transpositions, and the last move's tree)."""
+    from tri.agents import MctsAgent
+    from tri.config import recipe_params
+
+    game, model = _random_model("triangle", 0.3)
+    search = recipe_params("triangle").mcts.model_copy(update={"leaves_per_step": 4, "precision": "float32"})
+    games = []
+    for cache in (0, 1 << 12):
+        evaluate = make_evaluator(model, game, fast=True, cache=cache)
+        agent = MctsAgent(game, evaluate, search, np.random.default_rng(3), noise=False, temperature=0.0,
+                          temperature_moves=0, simulations=64)
+        state, moves = game.initial(np.array([5])), []
+        for move in range(9):
+            decision = agent.act(state, np.array([move]))
+            moves.append((int(decision.actions[0]), decision.policy[0]))
+            state = game.step(state, decision.actions).states
+        games.append(moves)
+    for (a, pa), (b, pb) in zip(*games):
+        assert a == b
+        np.testing.assert_allclose(pa, pb, atol=1e-5)
+    assert evaluate.cache.hits > 0.2 * (evaluate.cache.hits + evaluate.cache.misses)
+
+
 def test_symmetrize_is_plain_without_symmetries_and_refused_where_actions_move_by_position():
     game, model = _random_model("triangle", 0.3)
     states = game.initial(np.arange(4))

@@ -40,6 +40,7 @@ def make_evaluator(model: PolicyValueNet | EnsembleNet, game, device: str | torc
     ``cache > 0``: remember the priors and values of that many positions, the most recently used
     (:class:`EvaluationCache`), across calls: a position the network has seen (a transposition in
     one tree, or a node of the last move's tree) is not evaluated again. Implies ``distinct``.
+    The cache is the evaluator's ``cache`` attribute (None without one).
 
     An ensemble (:class:`~tri.net.EnsembleNet`, ``tri ensemble``) goes through a
     :class:`~tri.inference.StackedInferenceNet` (whatever ``fast`` says): each member's priors and
@@ -81,6 +82,7 @@ def make_evaluator(model: PolicyValueNet | EnsembleNet, game, device: str | torc
                 values = torch.stack([v.float() for _, v in each]).mean(dim=0)
         return priors.cpu().numpy(), legal, values.float().cpu().numpy()
 
+    evaluate.cache = remembered  # its hits and misses, for a caller that counts them
     return evaluate
 
 
