@@ -66,13 +66,20 @@ def test_bench_move_times_a_players_own_moves(tmp_path):
     assert greedy.moves == 60 and greedy.games >= 2  # greedy dies within about 40 moves
     assert 0 < greedy.median <= greedy.p90 <= greedy.slowest and greedy.limit == move.MOVE_LIMIT
     text = move.format_report(greedy)
-    assert text.splitlines()[0] == ("tri bench move: greedy (triangle) on cpu, torch on 1 thread, 60 moves in "
+    assert text.splitlines()[0] == ("tri bench move: greedy (triangle) on cpu, 1 thread, 60 moves in "
                                     f"{greedy.games} games from seed 3")
     assert "x the limit (100 ms, issue 22)" in text.splitlines()[1]
     result = CliRunner().invoke(main, ["bench", "move", "champion:tictactoe", "--moves", "3", "--json"])
     assert result.exit_code == 0, result.output
     ttt = json.loads(result.output)
     assert (ttt["game"], ttt["player"], ttt["moves"], ttt["limit"]) == ("tictactoe", "champion:tictactoe", 3, None)
+    assert ttt["runtime"] == "torch"  # a two-player game's one-tree player: the model itself
     assert "limit" not in move.format_report(move.MoveBench(**ttt))
+    # --compare: the same moves on torch first, then as the player runs them, and the ratios.
+    both = CliRunner().invoke(main, ["bench", "move", "greedy", "--moves", "5", "--threads", "1",
+                                     "--compare"])
+    assert both.exit_code == 0, both.output
+    lines = both.output.splitlines()
+    assert len(lines) == 9 and lines[0] == lines[4] and lines[-1].startswith("ONNX Runtime / torch: median ")
     bad = CliRunner().invoke(main, ["bench", "move", "nobody"])
     assert bad.exit_code == 1 and bad.stderr.strip().startswith("error: unknown player 'nobody'")

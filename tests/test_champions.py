@@ -274,7 +274,7 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
     agent = players.make_agent(parse_spec("champion", game="connect4"), game, params.mcts, params.arena,
                                np.random.default_rng(0))
     assert seen[-1] == {"precision": card.mcts.precision, "symmetrize": True, "distinct": False, "fast": False,
-                           "cache": 0}
+                           "cache": 0, "onnx": False}
     assert agent.params == card.mcts
     players.make_agent(parse_spec(str(champions.champion("connect4")[0]), game="connect4"), game, params.mcts,
                        params.arena, np.random.default_rng(0))
@@ -297,7 +297,7 @@ def test_the_champion_player_evaluates_as_its_card_says(monkeypatch):
                                np.random.default_rng(0))
     assert agent.determinizations == 8
     assert seen[-1] == {"precision": "float32", "symmetrize": False, "distinct": True, "fast": True,
-                        "cache": players.PLAYER_CACHE}
+                        "cache": players.PLAYER_CACHE, "onnx": True}
     players.make_agent(parse_spec(f"mcts:{path}:32x1", game="triangle"), game, sampled, params.arena,
                        np.random.default_rng(0))
     assert seen[-1]["distinct"] is False and seen[-1]["fast"] is True and seen[-1]["cache"] == players.PLAYER_CACHE

@@ -618,7 +618,9 @@ def test_cache_evaluates_each_position_once_across_calls_and_forgets_the_least_r
 def test_a_player_with_the_cache_plays_the_same_game_evaluating_fewer_positions():
     """The triangle champion's kind of search (one tree with afterstates, 4 leaves a call) through
     the cache plays the moves the plain snapshot plays, with the same policies, and the network sees
-    fewer positions (transpositions, and the last move's tree)."""
+    fewer positions (transpositions, and the last move's tree). The policies agree up to float
+    rounding, which a smaller batch may change (another kernel) and Gumbel's ``sigma(q)`` scales
+    up: 6e-5 on ONNX Runtime, as players run it, 2e-4 through torch, on an Intel Xeon."""
     from tri.agents import MctsAgent
     from tri.config import recipe_params
 
@@ -626,7 +628,7 @@ def test_a_player_with_the_cache_plays_the_same_game_evaluating_fewer_positions(
     search = recipe_params("triangle").mcts.model_copy(update={"leaves_per_step": 4, "precision": "float32"})
     games = []
     for cache in (0, 1 << 12):
-        evaluate = make_evaluator(model, game, fast=True, cache=cache)
+        evaluate = make_evaluator(model, game, fast=True, cache=cache, onnx=True)
         agent = MctsAgent(game, evaluate, search, np.random.default_rng(3), noise=False, temperature=0.0,
                           temperature_moves=0, simulations=64)
         state, moves = game.initial(np.array([5])), []
@@ -637,7 +639,7 @@ def test_a_player_with_the_cache_plays_the_same_game_evaluating_fewer_positions(
         games.append(moves)
     for (a, pa), (b, pb) in zip(*games):
         assert a == b
-        np.testing.assert_allclose(pa, pb, atol=1e-5)
+        np.testing.assert_allclose(pa, pb, atol=1e-3)  # Gumbel's sigma(q) scales a value's rounding ~100x
     assert evaluate.cache.hits > 0.2 * (evaluate.cache.hits + evaluate.cache.misses)
 
 

@@ -97,9 +97,11 @@ def trees_per_move(game: Game, search: MctsParams, asked: int) -> int:
 
 
 def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParams,
-               rng: np.random.Generator, device: str = "cpu", *, batch: int = 1):
+               rng: np.random.Generator, device: str = "cpu", *, batch: int = 1, onnx: bool = True):
     """The agent a spec names (checkpoints are checked to be of ``game``). ``batch``: the games
-    it will play at once, for the memory check of a search (:func:`check_player_memory`)."""
+    it will play at once, for the memory check of a search (:func:`check_player_memory`).
+    ``onnx=False``: its network on torch even where ONNX Runtime would run it (``tri bench move
+    --compare``)."""
     check_player_memory(spec, game, mcts, arena, batch=batch)
     if spec.kind == "random":
         return RandomAgent(game, rng)
@@ -112,14 +114,16 @@ def make_agent(spec: PlayerSpec, game: Game, mcts: MctsParams, arena: ArenaParam
     ckpt = load_checkpoint(spec.path, game, ensemble=True)
     search = spec.mcts or mcts
     if spec.kind == "net":
-        return NetAgent(game, player_evaluator(ckpt.model, game, search, 1, device), spec.text)
+        return NetAgent(game, player_evaluator(ckpt.model, game, search, 1, device, onnx=onnx), spec.text)
     trees = player_trees(spec, game, mcts, arena)
-    return MctsAgent(game, player_evaluator(ckpt.model, game, search, trees, device), search, rng, noise=False,
+    return MctsAgent(game, player_evaluator(ckpt.model, game, search, trees, device, onnx=onnx), search, rng,
+                     noise=False,
                      temperature=arena.temperature, temperature_moves=arena.temperature_moves,
                      simulations=spec.simulations or arena.simulations, determinizations=trees, name=spec.text)
 
 
-def player_evaluator(model, game: Game, search: MctsParams, trees: int, device: str = "cpu"):
+def player_evaluator(model, game: Game, search: MctsParams, trees: int, device: str = "cpu", *,
+                     onnx: bool = True):
     """A player's evaluator, in ``search.precision``. A single-player game's player, and any
     player with several trees, searches through self-play's folded snapshot
     (:class:`~tri.inference.InferenceNet`; ``fast``): the same priors and values as the model itself
@@ -130,9 +134,12 @@ def player_evaluator(model, game: Game, search: MctsParams, trees: int, device: 
     Several trees (``trees > 1``, a chance game's costly move) evaluate each distinct position
     of a step once (:func:`tri.evaluator.make_evaluator`'s ``distinct``). Both remember the
     last :data:`PLAYER_CACHE` positions they evaluated (its ``cache``): a transposition, or a
-    node of the last move's tree, is not evaluated again. Either way the figures
+    node of the last move's tree, is not evaluated again. On the CPU in float32 the fast path runs
+    the network on ONNX Runtime (:mod:`tri.ort`; unless ``onnx=False``): about 2.4x torch's
+    speed a call at a player's batches, the same figures up to float rounding. Either way the figures
     replay bit for bit on one machine, and a model card is measured through the same evaluator
     as ``tri play`` uses."""
     fast = trees > 1 or game.num_players == 1
     return make_evaluator(model, game, device, precision=search.precision, symmetrize=search.symmetrize,
-                          distinct=trees > 1, fast=fast, cache=PLAYER_CACHE if fast else 0)
+                          distinct=trees > 1, fast=fast, cache=PLAYER_CACHE if fast else 0,
+                          onnx=fast and onnx)

@@ -1,10 +1,10 @@
 """``tri bench move``: how long a player takes to choose a move, as a person meets it in ``tri
 play`` or ``tri web``: the agent built as they build it (:func:`tri.players.make_agent`: a
-champion with its card's search), one game at a time, torch on the machine's cores. Every move
-of ``moves`` is timed after one move to warm up; a game that ends gives way to the next seed's.
-The figures are the median, the 90th percentile and the slowest move; for the triangle puzzle,
-beside issue 22's anchor (a player's move in at most 100 ms on the machine that trained it)
-with their ratio to it.
+champion with its card's search), one game at a time, its network (on ONNX Runtime or torch, as
+the player runs it) on the machine's cores. Every move of ``moves`` is timed after one move to
+warm up; a game that ends gives way to the next seed's. The figures are the median, the 90th
+percentile and the slowest move; for the triangle puzzle, beside issue 22's anchor (a player's
+move in at most 100 ms on the machine that trained it) with their ratio to it.
 """
 
 from __future__ import annotations
@@ -43,25 +43,29 @@ class MoveBench:
     p90: float
     slowest: float
     limit: float | None = None  # the triangle's MOVE_LIMIT; no anchor for another game
+    runtime: str | None = None  # what ran the network: "onnx" (ONNX Runtime) or "torch"; None: no network
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
 
 
 def run(params: Params, player: str = "champion", *, moves: int = 40, seed: int = 0,
-        threads: int | None = None, runtime: Runtime | None = None) -> MoveBench:
+        threads: int | None = None, runtime: Runtime | None = None, onnx: bool = True) -> MoveBench:
     """Time ``moves`` moves of ``player`` (a player spec) in ``params.game``'s game, a single
-    player's own games (two-player: it plays both sides)."""
+    player's own games (two-player: it plays both sides). ``onnx=False``: its network on torch
+    even where the player runs it on ONNX Runtime (the comparison of ``--compare``)."""
     game = make_game(params.game)
     device = resolve_device((runtime or Runtime()).device)
     threads = threads or os.cpu_count() or 1
-    agent = make_agent(parse_spec(player, game=game.name), game, params.mcts, params.arena,
-                       np.random.default_rng(seed), device)
-    with torch_threads(threads):
+    with torch_threads(threads):  # built inside: an ONNX Runtime session takes torch's thread count
+        agent = make_agent(parse_spec(player, game=game.name), game, params.mcts, params.arena,
+                           np.random.default_rng(seed), device, onnx=onnx)
         times, games = time_moves(game, agent, moves, seed)
+    runtime = getattr(getattr(agent, "evaluate", None), "runtime", None)
     return MoveBench(game=game.name, player=player, device=device, threads=threads, moves=moves, games=games,
                      seed=seed, median=statistics.median(times), p90=float(np.percentile(times, 90)),
-                     slowest=max(times), limit=MOVE_LIMIT if game.name == "triangle" else None)
+                     slowest=max(times), limit=MOVE_LIMIT if game.name == "triangle" else None,
+                     runtime=runtime)
 
 
 def time_moves(game, agent, moves: int, seed: int) -> tuple[list[float], int]:
@@ -83,10 +87,18 @@ def time_moves(game, agent, moves: int, seed: int) -> tuple[list[float], int]:
 
 def format_report(b: MoveBench) -> str:
     """Plain lines: the player and conditions, then each figure in ms and against the anchor."""
-    lines = [f"tri bench move: {b.player} ({b.game}) on {b.device}, torch on {b.threads} "
+    runtime = {"onnx": " through ONNX Runtime", "torch": " through torch"}.get(b.runtime, "")
+    lines = [f"tri bench move: {b.player} ({b.game}) on {b.device}{runtime}, {b.threads} "
              f"thread{'s' if b.threads > 1 else ''}, {b.moves} moves in {b.games} game{'s' if b.games > 1 else ''} "
              f"from seed {b.seed}"]
     for label, seconds in (("median", b.median), ("90th percentile", b.p90), ("slowest", b.slowest)):
         anchor = f"   {seconds / b.limit:5.2f}x the limit ({1000 * b.limit:.0f} ms, issue 22)" if b.limit else ""
         lines.append(f"{label:<16} {1000 * seconds:8.1f} ms{anchor}")
     return "\n".join(lines)
+
+
+def format_comparison(torch_run: MoveBench, onnx_run: MoveBench) -> str:
+    """Both runs' reports, then each figure of the ONNX Runtime run as a ratio of torch's."""
+    figures = (("median", "median"), ("90th percentile", "p90"), ("slowest", "slowest"))
+    ratios = "   ".join(f"{label} {getattr(onnx_run, key) / getattr(torch_run, key):.2f}x" for label, key in figures)
+    return "\n".join([format_report(torch_run), format_report(onnx_run), f"ONNX Runtime / torch: {ratios}"])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -68,11 +70,14 @@ def bench_search(as_json: bool, repeats: int, moves: int, leaves: int, move_thre
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first game (then seed + 1, ...).")
 @click.option("--threads", type=click.IntRange(1), default=None,
               help="Torch threads, as a player uses the machine (default: its cores).")
+@click.option("--compare", is_flag=True,
+              help="Time the same moves with the network on torch first, then as the player runs it "
+                   "(ONNX Runtime on a CPU in float32), and print the ratios.")
 @GAME_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @PARAMS_OPTION
-def bench_move(player: str, moves: int, seed: int, threads: int | None, game_name: str | None, as_json: bool,
-               params_path: Path | None) -> None:
+def bench_move(player: str, moves: int, seed: int, threads: int | None, compare: bool, game_name: str | None,
+               as_json: bool, params_path: Path | None) -> None:
     """How long PLAYER takes to choose a move, built as tri play builds it (champion: its card's
     search): the median, 90th percentile and slowest of --moves moves, beside issue 22's 100 ms.
 
@@ -81,8 +86,15 @@ def bench_move(player: str, moves: int, seed: int, threads: int | None, game_nam
     """
 
     params = params_for_players(params_path, game_name, [player])
+    baseline = None
+    if compare:
+        baseline = move.run(params, player, moves=moves, seed=seed, threads=threads, onnx=False)
     result = move.run(params, player, moves=moves, seed=seed, threads=threads)
-    click.echo(result.to_json() if as_json else move.format_report(result))
+    if as_json:
+        both = {"torch": asdict(baseline), "player": asdict(result)} if baseline else None
+        click.echo(json.dumps(both, indent=2) if both else result.to_json())
+    else:
+        click.echo(move.format_comparison(baseline, result) if baseline else move.format_report(result))
 
 
 @bench.command("orchestration")
