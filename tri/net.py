@@ -166,9 +166,10 @@ class EnsembleNet(nn.Module):
 
 def masked_policy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     """Softmax over legal actions only: ``[..., A], [..., A] bool -> [..., A]`` (rows with no legal
-    action give zeros)."""
-    probs = torch.softmax(torch.where(legal, logits, float("-inf")), dim=-1)
-    return torch.nan_to_num(probs, nan=0.0)
+    action give zeros). A finite floor for the illegal logits, not -inf: such a row softmaxes to a
+    uniform row, which the mask then zeroes, with no NaN to clean (and the same operations export
+    to ONNX: :mod:`tri.ort`); a row with a legal action gets the same bits either way."""
+    return torch.softmax(logits.masked_fill(~legal, -1e30), dim=-1) * legal
 
 
 # ---- checkpoints ------------------------------------------------------------------------

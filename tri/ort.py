@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from tri.inference import InferenceNet, StackedInferenceNet
-from tri.net import PolicyValueNet
+from tri.net import PolicyValueNet, masked_policy
 
 OPSET = 17  # ONNX operator set of the export (supported by ONNX Runtime >= 1.14)
 
@@ -47,10 +47,7 @@ class _Evaluation(nn.Module):
     def forward(self, planes: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits, value_out = self.snapshot(planes)
         values = PolicyValueNet.value(self.snapshot, value_out).float()
-        mask = legal.expand_as(logits)
-        # A finite floor instead of masked_policy's -inf: a row with no legal action softmaxes to
-        # a uniform row, which the mask then zeroes (no NaN to clean in the graph).
-        priors = torch.softmax(logits.masked_fill(~mask, -1e30), dim=-1) * mask
+        priors = masked_policy(logits, legal.expand_as(logits))
         if self.stacked:
             priors, values = priors.mean(dim=0), values.mean(dim=0)
         return priors, values

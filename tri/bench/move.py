@@ -61,11 +61,11 @@ def run(params: Params, player: str = "champion", *, moves: int = 40, seed: int 
         agent = make_agent(parse_spec(player, game=game.name), game, params.mcts, params.arena,
                            np.random.default_rng(seed), device, onnx=onnx)
         times, games = time_moves(game, agent, moves, seed)
-    runtime = getattr(getattr(agent, "evaluate", None), "runtime", None)
+    ran_on = getattr(getattr(agent, "evaluate", None), "runtime", None)
     return MoveBench(game=game.name, player=player, device=device, threads=threads, moves=moves, games=games,
                      seed=seed, median=statistics.median(times), p90=float(np.percentile(times, 90)),
                      slowest=max(times), limit=MOVE_LIMIT if game.name == "triangle" else None,
-                     runtime=runtime)
+                     runtime=ran_on)
 
 
 def time_moves(game, agent, moves: int, seed: int) -> tuple[list[float], int]:
