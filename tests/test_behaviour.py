@@ -18,7 +18,7 @@ chance nodes) joined the params the shards carry; with that field left out of th
 If a change is meant to change results, say so in its commit and record the new hashes with
 ``pytest tests/test_behaviour.py --record-hashes`` (the failure message prints them too).
 On 2026-11-26 (evening) the project moved to a CPU without AVX-512: its candidates hash otherwise,
-and are kept per kind of CPU (``CANDIDATES_BY_CPU``); record a change's hashes on both kinds.
+and are kept per kind of CPU (``CANDIDATES_BY_CPU``); record a change's hashes on every kind.
 On 2026-11-27 the shards' hashes were recorded again when ``mcts.afterstates`` (off) joined the
 params the shards carry (on this AVX2 CPU; shards hash alike on both kinds); with that field left
 out of the shards' key, every file was checked to hash as before.
@@ -26,6 +26,9 @@ On 2026-11-27 (later) afterstates became the default: the older cases keep them 
 the case ``triangle-afterstates`` was added, recorded on an AVX2 CPU; its candidate on an
 AVX512 one was recorded later the same day, when tri ran on such a CPU again (the older cases'
 candidates there matched ``HASHES``).
+On 2026-12-01 tri ran on an Intel Xeon with AVX512: every case's candidate hashed otherwise than on
+the AMD EPYC with AVX512 (the shards and arena results the same), so the kind of CPU is now torch's
+capability and the CPU's maker (``cpu_kind``).
 """
 
 from __future__ import annotations
@@ -160,29 +163,51 @@ HASHES: dict[str, dict[str, str]] = {
 
 
 # Training's float32 kernels sum in another order on a CPU that torch dispatches to other vector
-# instructions (``torch.backends.cpu.get_cpu_capability()``), so the candidates trained there have
-# other bytes; the self-play shards and the arena results do not change. ``HASHES`` were recorded
-# on an AVX512 CPU (2026-11-23 to 26); these candidates, where they differ, on an AVX2 one (an AMD
-# EPYC without AVX-512, 2026-11-26, at the commit before the one that added them).
+# instructions (``torch.backends.cpu.get_cpu_capability()``), or whose maker's math library takes
+# other paths, so the candidates trained there have other bytes; the self-play shards and the arena
+# results do not change. ``HASHES`` were recorded on an AMD EPYC with AVX512 (2026-11-23 to 26);
+# these candidates, where they differ, on the kind of CPU each key names: an AMD EPYC with AVX2
+# (2026-11-26, at the commit before the one that added them) and an Intel Xeon with AVX512
+# (2026-12-01, every case's candidate, at ff77034; nothing else differed).
 CANDIDATES_BY_CPU: dict[str, dict[str, str]] = {
-    'AVX512': {  # the case added on the AVX2 CPU, recorded on an AVX512 one (AMD EPYC) on 2026-11-27
+    'AVX512 AuthenticAMD': {  # the case added on the AVX2 CPU, recorded on this kind on 2026-11-27
         'triangle-afterstates': 'aefec65b6b416eca3e6bae63f3700792c8e2e6ee4c5e45664c733262e75d1c2a',
     },
-    'AVX2': {
+    'AVX2 AuthenticAMD': {
         'tictactoe': '2263fe1231eb41e84a77bc8ad089d7be90f4360acb0cdf0f666a4acdf16c8b92',
         'triangle-afterstates': 'a5861d20fa299515bcb55cf79cb578a9a090a976125ff8a3837cae7a28fa26f4',
         'triangle-gumbel': '24ad4bc877aab0df932b19acccb45dabedd1dd70f25d852956c5a2d20f8b8ade',
         'triangle-puct': '82764b4be0ed903ddc0351dd872eff1bde24d010ce4d7a0040163806b4686839',
     },
+    'AVX512 GenuineIntel': {
+        'connect4': 'f5453b9074a8bb43f69bd20582b0af7ca2210f70e914dab1c3899e4bccdf7ccf',
+        'tictactoe': '733033c1586ca404cccd3fa295aa29ff8697a380c1e7bb0c3147946769554d23',
+        'triangle-afterstates': '851eddf084e9c55f3f4fee457e12c862722ea34110da6b828013fd91ad806355',
+        'triangle-gumbel': 'f836957dce4d509ecc0d61b6b860864ffba94fc8facf5357bcf1d843085c33ff',
+        'triangle-puct': 'f620cef6a1d7cf38b54a2d7ef29c2ce1cc3ec71890f81d9469856f8da8cbf873',
+    },
 }
+
+
+def cpu_kind() -> str:
+    """torch's vector capability and the CPU's maker, as ``CANDIDATES_BY_CPU`` keys them:
+    ``'AVX512 GenuineIntel'`` (the maker is empty where ``/proc/cpuinfo`` does not say)."""
+    import torch
+
+    vendor = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("vendor_id"):
+                vendor = line.split(":", 1)[1].strip()
+                break
+    return f"{torch.backends.cpu.get_cpu_capability()} {vendor}".strip()
 
 
 def expected_hashes(case: str) -> dict[str, str]:
     """``HASHES[case]``, with the candidate's hash of this machine's kind of CPU where it differs."""
-    import torch
-
     want = dict(HASHES[case])
-    candidate = CANDIDATES_BY_CPU.get(torch.backends.cpu.get_cpu_capability(), {}).get(case)
+    candidate = CANDIDATES_BY_CPU.get(cpu_kind(), {}).get(case)
     if candidate:
         want["models/candidates/gen-0001.pt"] = candidate
     return want  # without the candidate for a case recorded on another kind of CPU only
