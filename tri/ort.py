@@ -16,20 +16,27 @@ they differ by float rounding (about 1e-5 on the logits).
 
 The export traces the graph once with torch's TorchScript-based exporter (which needs the
 ``onnx`` package); nothing is written to disk.
+
+ONNX Runtime 1.32 writes a device id and a telemetry database under ``~/.cache/Microsoft`` as it
+is imported, unless ``ORT_DISABLE_TELEMETRY`` is set before: this module sets it before its
+import (tri sends no telemetry and keeps no state outside the project).
 """
 
 from __future__ import annotations
 
 import io
+import os
 import warnings
 
 import numpy as np
-import onnxruntime
 import torch
 from torch import nn
 
 from tri.inference import InferenceNet, StackedInferenceNet
 from tri.net import PolicyValueNet, masked_policy
+
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # read as onnxruntime loads: nothing in ~/.cache/Microsoft
+import onnxruntime  # noqa: E402  (after the variable above)
 
 OPSET = 17  # ONNX operator set of the export (supported by ONNX Runtime >= 1.14)
 
