@@ -300,18 +300,21 @@ def test_evaluation_returns_numpy():
     assert priors.shape == (2, game.num_actions) and values.shape == (2,)
 
 
-def test_precision_auto_is_bfloat16_only_where_the_cpu_computes_it(tmp_path, monkeypatch):
-    flags = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f {}\n\n"
-    native, emulated = tmp_path / "native", tmp_path / "emulated"
-    native.write_text(flags.format("avx512_bf16") * 2)
-    emulated.write_text(flags.format("avx512bw") * 2)
-    assert device.cpu_has_native_bfloat16(str(native))
-    assert not device.cpu_has_native_bfloat16(str(emulated))
-    assert not device.cpu_has_native_bfloat16(str(tmp_path / "absent"))
+def test_precision_auto_is_bfloat16_only_where_the_cpu_computes_it_faster(tmp_path, monkeypatch):
+    cpu = "processor\t: 0\nvendor_id\t: {}\nflags\t\t: fpu sse2 avx2 avx512f {}\n\n"
+    cases = {"amd-avx512-bf16": ("AuthenticAMD", "avx512_bf16", True),  # measured 1.6-2.2x faster
+             "intel-amx": ("GenuineIntel", "avx512_bf16 amx_bf16 amx_tile", True),
+             "intel-avx512-bf16": ("GenuineIntel", "avx512_bf16", False),  # measured 0.66x (slower)
+             "amd-emulated": ("AuthenticAMD", "avx512bw", False),
+             "no-vendor": ("", "avx512_bf16", False)}
+    for name, (vendor, flags, faster) in cases.items():
+        (tmp_path / name).write_text(cpu.format(vendor, flags) * 2)
+        assert device.cpu_prefers_bfloat16(str(tmp_path / name)) is faster, name
+    assert not device.cpu_prefers_bfloat16(str(tmp_path / "absent"))
     for given in ("float32", "bfloat16"):  # named formats are taken as they are
         assert device.resolve_precision(given, "cpu") == given
-    monkeypatch.setattr(device, "cpu_has_native_bfloat16", lambda: True)
+    monkeypatch.setattr(device, "cpu_prefers_bfloat16", lambda: True)
     assert device.resolve_precision("auto", "cpu") == "bfloat16"
     assert device.resolve_precision("auto", "mps") == "float32"
-    monkeypatch.setattr(device, "cpu_has_native_bfloat16", lambda: False)
+    monkeypatch.setattr(device, "cpu_prefers_bfloat16", lambda: False)
     assert device.resolve_precision("auto", "cpu") == "float32"

@@ -131,11 +131,11 @@ class MctsParams(BaseModel):
                                                          "more")
     precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="the number format of the network's convolutions during search (their heads "
-                            "stay float32); bfloat16: about 2x the evaluations per second where the "
-                            "hardware computes it natively (a CPU with AVX512-BF16 or AMX, a CUDA GPU "
-                            "with bfloat16), far slower where it does not; auto: bfloat16 where native, "
-                            "else float32 (so results are reproducible per machine); a champion searches "
-                            "as its card says")
+                            "stay float32); bfloat16: about 2x the evaluations per second where the hardware "
+                            "is faster at it (AMX, an AMD CPU's AVX512-BF16, a CUDA GPU), 0.66x on an Intel "
+                            "CPU with AVX512-BF16 but no AMX, far slower where emulated; auto: bfloat16 where "
+                            "faster, else float32 (tri.device.resolve_precision); a champion searches as its "
+                            "card says")
     chance_outcomes: int = Field(1, ge=1, le=64, description="games with random draws (triangle): the "
                                                           "most outcomes a chance edge of the tree (a move "
                                                           "whose step drew new shapes) gets, each a node "
@@ -247,9 +247,9 @@ class TrainParams(BaseModel):
     precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="the number format of training's forward pass (bfloat16 autocast; the weights, "
                             "optimizer and losses stay float32); bfloat16: about 1.8x the steps per second "
-                            "on a CPU that computes it natively (AVX512-BF16 or AMX), far slower on one "
-                            "that does not; auto: bfloat16 where native (such a CPU, a CUDA GPU with "
-                            "bfloat16), else float32 (so results are reproducible per machine)")
+                            "where the hardware is faster at it (AMX, an AMD CPU's AVX512-BF16), 0.9x on "
+                            "an Intel CPU with AVX512-BF16 but no AMX, far slower where emulated; auto: "
+                            "as mcts.precision resolves (a CUDA GPU with bfloat16 too), else float32")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the minibatches, their symmetries and torch "
                                                         "(with the generation); at most 2**63 - 1")
 
