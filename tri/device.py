@@ -93,11 +93,12 @@ def synchronize(device: str) -> None:
 def cpu_prefers_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
     """Whether bfloat16 convolutions run faster than float32 ones on this CPU, by the ``flags``
     and ``vendor_id`` of ``cpuinfo`` (False where that file is absent): AMX-BF16 (Intel's matrix
-    tiles), or AVX512-BF16 on an AMD CPU. Measured with ``tri bench search`` (self-play positions
-    per second, float32 -> bfloat16): an AMD EPYC with AVX512-BF16 1.6-2.2x faster; an Intel Xeon
-    whose flags show AVX512-BF16 but no AMX (model 207 in a VM, 2026-12-02) 0.66x, 303 -> 200,
-    oneDNN's AVX512-BF16 convolutions 1.6x slower than its float32 ones there, and training
-    0.9x; a CPU without either emulates bfloat16, several times slower."""
+    tiles, built for it; not measured here), or AVX512-BF16 on an AMD CPU. Measured with ``tri
+    bench search`` (float32 -> bfloat16): an AMD EPYC with AVX512-BF16 1.6-2.2x the evaluations per
+    second; an Intel Xeon whose flags show AVX512-BF16 but no AMX (model 207 in a VM, 2026-12-02)
+    0.66x the self-play positions per second, 303 -> 200 (oneDNN's AVX512-BF16 convolutions 1.6x
+    slower than its float32 ones there), and training 0.9x; a CPU without either emulates
+    bfloat16, several times slower."""
     try:
         text = Path(cpuinfo).read_text()
     except OSError:
